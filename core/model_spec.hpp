@@ -1,0 +1,75 @@
+#pragma once
+// The model as ZeRO-3 sees it: every nn.Module whose hooks fire, in execution order, each with
+// its *direct* parameters. Parameters live in one table (index = ds_id, i.e. creation order
+// under zero.Init) so a tied weight (GPT-2's wte / lm_head) is one parameter used by two modules.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace prefetchlab::core {
+
+enum class DType { kBF16, kFP16, kFP32 };
+std::int64_t dtype_bytes(DType dtype);
+const char* dtype_name(DType dtype);
+
+// A per-module cost that grows with the micro-batch: value(b, s) =
+//   fixed + b*s*(per_token + per_token_per_position * s).
+// per_token_per_position carries the s^2 terms (attention scores, attention activations).
+struct TokenScaled {
+  std::int64_t fixed = 0;
+  std::int64_t per_token = 0;
+  std::int64_t per_token_per_position = 0;
+
+  std::int64_t at(std::int64_t micro_batch, std::int64_t seq_len) const {
+    return fixed + micro_batch * seq_len * (per_token + per_token_per_position * seq_len);
+  }
+  TokenScaled& operator+=(const TokenScaled& other) {
+    fixed += other.fixed;
+    per_token += other.per_token;
+    per_token_per_position += other.per_token_per_position;
+    return *this;
+  }
+};
+
+struct ParamSpec {
+  std::string name;  // fully qualified, e.g. "model.layers.0.self_attn.q_proj.weight"
+  std::int64_t numel = 0;
+  DType dtype = DType::kBF16;
+  // The GEMM shape this weight takes part in (in_features x out_features); 0 for non-GEMM
+  // parameters (norms, biases, embeddings). Used by compute models and the real backend.
+  std::int64_t gemm_in = 0;
+  std::int64_t gemm_out = 0;
+};
+
+struct ModuleSpec {
+  std::string name;        // fully qualified; the root is ""
+  std::string class_name;  // HF class, e.g. "LlamaDecoderLayer"
+  int depth = 0;           // root = 0
+  int parent = -1;         // index into ModelSpec::modules; -1 for the root
+  std::vector<int> children;     // in execution order
+  std::vector<int> param_ids;    // direct parameters (indices into ModelSpec::params)
+  // Costs of this module's *own* forward work, excluding its children.
+  TokenScaled forward_flops;        // floating-point operations
+  TokenScaled forward_bytes;        // device-memory traffic (weights read, activations in/out)
+  TokenScaled activation_bytes;     // saved for backward (16-bit activations as in Korthikanti)
+};
+
+struct ModelSpec {
+  std::string name;           // e.g. "llama-2-7b"
+  std::string architecture;   // gpt2 | bert | llama
+  std::int64_t hidden_size = 0;
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t vocab_size = 0;
+  bool causal = true;
+  std::vector<ModuleSpec> modules;  // pre-order == execution order of forward pre-hooks
+  std::vector<ParamSpec> params;    // index == ds_id
+
+  // Unique parameters (a tied weight counts once).
+  std::int64_t total_numel() const;
+  // Sum over modules of the direct numel (a tied weight counts in both modules).
+  std::int64_t direct_numel(int module_index) const;
+  std::int64_t forward_flops(std::int64_t micro_batch, std::int64_t seq_len) const;
+};
+
+}  // namespace prefetchlab::core
