@@ -1,19 +1,24 @@
 // prefetchlab: one binary, one subcommand per task (DESIGN.md). Exit codes: 0 ok, 1 internal
 // error, 2 bad input, 3 collective mismatch, 4 out of memory.
 #include <CLI/CLI.hpp>
-#include <iostream>
 
-#include "core/input_error.hpp"
+#include "command_context.hpp"
+#include "describe_command.hpp"
 #include "prefetchlab/version.hpp"
 
 int main(int argc, char** argv) {
+  using namespace prefetchlab::apps;
   CLI::App app{"PrefetchLab: ZeRO-3 prefetch simulator and tuner"};
   app.set_version_flag("--version", prefetchlab::kVersion);
   app.require_subcommand(1);
+  int exit_code = kExitOk;
+  add_describe_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    // Help and version are not errors; every other parse failure is bad input.
+    const int cli_code = app.exit(e);
+    return cli_code == 0 ? kExitOk : kExitBadInput;
   }
-  return 0;
+  return exit_code;
 }

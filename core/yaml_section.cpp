@@ -66,9 +66,7 @@ YamlSection::YamlSection(YAML::Node node, std::shared_ptr<const YamlSource> sour
   }
 }
 
-YamlSection YamlSection::load_file(const std::string& file_path) {
-  auto source = std::make_shared<YamlSource>();
-  source->file = file_path;
+YAML::Node parse_yaml_file(const std::string& file_path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file_path, ec)) {
     throw InputError({file_path, 0}, "", "file not found", "a readable YAML file");
@@ -80,7 +78,13 @@ YamlSection YamlSection::load_file(const std::string& file_path) {
     throw InputError({file_path, e.mark.line >= 0 ? e.mark.line + 1 : 0}, "",
                      "is not valid YAML (" + e.msg + ")", "well-formed YAML");
   }
-  return from_node(root, source);
+  return root;
+}
+
+YamlSection YamlSection::load_file(const std::string& file_path) {
+  auto source = std::make_shared<YamlSource>();
+  source->file = file_path;
+  return from_node(parse_yaml_file(file_path), source);
 }
 
 YamlSection YamlSection::from_node(YAML::Node root, std::shared_ptr<const YamlSource> source) {
@@ -104,7 +108,11 @@ std::string YamlSection::dotted(std::string_view key) const {
 }
 
 InputLocation YamlSection::location(std::string_view key) const {
-  if (source_->overridden_keys.count(dotted(key))) return {"--set " + dotted(key), 0};
+  // A key written (or a section created) by --set is reported as coming from the command line.
+  const std::string full = dotted(key);
+  for (const auto& overridden : source_->overridden_keys) {
+    if (overridden == full || overridden.starts_with(full + ".")) return {"--set " + overridden, 0};
+  }
   for (const auto& [name, line] : key_lines_) {
     if (name == key) return {source_->file, line};
   }

@@ -25,6 +25,9 @@ struct YamlSource {
   std::set<std::string> overridden_keys;  // dotted paths
 };
 
+// Parses a YAML file; a missing file or a syntax error is an InputError with file and line.
+YAML::Node parse_yaml_file(const std::string& file_path);
+
 class YamlSection {
  public:
   // `node` must be a map or null (null reads as an empty map). `path` is the dotted key of the

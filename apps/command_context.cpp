@@ -1,0 +1,29 @@
+#include "command_context.hpp"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "core/input_error.hpp"
+
+namespace prefetchlab::apps {
+
+std::filesystem::path data_root() {
+  if (const char* home = std::getenv("PREFETCHLAB_HOME"); home && *home) return home;
+  return PREFETCHLAB_SOURCE_DIR;
+}
+
+core::BundledData bundled_data() { return core::BundledData::from_root(data_root()); }
+
+int run_guarded(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const core::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return kExitInternalError;
+  }
+}
+
+}  // namespace prefetchlab::apps

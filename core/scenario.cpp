@@ -1,0 +1,142 @@
+#include "scenario.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "closest_match.hpp"
+#include "model_config.hpp"
+#include "yaml_overrides.hpp"
+
+namespace prefetchlab::core {
+namespace {
+
+constexpr std::int64_t kMaxInt32 = std::numeric_limits<std::int32_t>::max();
+
+bool looks_like_path(const std::string& value) {
+  return value.find('/') != std::string::npos || value.ends_with(".yaml") ||
+         value.ends_with(".yml") || value.ends_with(".json");
+}
+
+std::vector<std::string> yaml_stems(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TrainingConfig load_training(const YamlSection& section, const ModelSpec& model,
+                             std::int64_t max_positions) {
+  TrainingConfig training;
+  training.micro_batch = section.require_int("micro_batch", 1, kMaxInt32);
+  training.seq_len = section.require_int("seq_len", 1, max_positions);
+  training.dtype = section.get_enum<DType>(
+      "dtype", training.dtype, {{"bf16", DType::kBF16}, {"fp16", DType::kFP16}, {"fp32", DType::kFP32}});
+  training.iterations = section.get_int("iterations", training.iterations, 1, 1'000'000);
+  training.warmup_iterations = section.get_int("warmup_iterations", training.warmup_iterations, 0,
+                                               training.iterations - 1);
+  training.grad_accum = section.get_int("grad_accum", training.grad_accum, 1, kMaxInt32);
+  (void)model;
+  section.finish();
+  return training;
+}
+
+ClusterConfig load_cluster(const YamlSection& section, const BundledData& bundled) {
+  ClusterConfig cluster;
+  cluster.hardware_ref = section.require_string("hardware");
+  cluster.hardware = load_hardware_profile(
+      resolve_bundled_file(section, "hardware", bundled.hardware_dir, "hardware profile"));
+  cluster.nodes = section.get_int("nodes", 1, 1, cluster.hardware.max_nodes);
+  cluster.gpus_per_node = section.get_int("gpus_per_node", cluster.hardware.gpus_per_node, 1,
+                                          cluster.hardware.gpus_per_node);
+  if (cluster.nodes > 1 && !cluster.hardware.network) {
+    section.fail("nodes", "is " + std::to_string(cluster.nodes) + " but profile '" +
+                              cluster.hardware_ref + "' has no network section",
+                 "nodes: 1, or a profile with a network (NICs) between nodes");
+  }
+  section.finish();
+  return cluster;
+}
+
+}  // namespace
+
+BundledData BundledData::from_root(const std::filesystem::path& root) {
+  return {root / "models", root / "hardware"};
+}
+
+std::filesystem::path resolve_bundled_file(const YamlSection& section, std::string_view key,
+                                           const std::filesystem::path& bundled_dir,
+                                           const std::string& what) {
+  const std::string value = section.require_string(key);
+  if (looks_like_path(value)) {
+    std::filesystem::path path(value);
+    if (path.is_relative()) path = std::filesystem::path(section.source()->file).parent_path() / path;
+    if (!std::filesystem::is_regular_file(path)) {
+      section.fail(key, what + " file '" + path.string() + "' not found",
+                   "a bundled " + what + " name or an existing file path");
+    }
+    return path;
+  }
+  const auto names = yaml_stems(bundled_dir);
+  if (std::find(names.begin(), names.end(), value) == names.end()) {
+    std::string list;
+    for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+    section.fail(key, "unknown " + what + " '" + value + "'", "one of " + list + ", or a file path",
+                 closest_match(value, names));
+  }
+  return bundled_dir / (value + ".yaml");
+}
+
+Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides,
+                       const BundledData& bundled) {
+  // Parse once, apply --set on the tree, then read everything through the strict reader.
+  auto source = std::make_shared<YamlSource>();
+  source->file = file.string();
+  YAML::Node root = parse_yaml_file(source->file);
+  for (const auto& assignment : overrides) apply_override(root, assignment, *source);
+  const YamlSection top = YamlSection::from_node(root, source);
+
+  Scenario scenario;
+  scenario.file = file;
+  scenario.name = file.stem().string();
+
+  // Model first: training checks seq_len against its positions, zero "auto" needs its width.
+  scenario.model_ref = top.require_string("model");
+  const auto model_path = resolve_bundled_file(top, "model", bundled.models_dir, "model");
+  const YamlSection training_section = top.section("training");
+  const DType dtype = training_section.get_enum<DType>(
+      "dtype", DType::kBF16, {{"bf16", DType::kBF16}, {"fp16", DType::kFP16}, {"fp32", DType::kFP32}});
+  scenario.model = load_model_file(model_path, dtype);
+  const ModelConfig model_config = load_model_config(YamlSection::load_file(model_path.string()));
+  scenario.training = load_training(training_section, scenario.model, model_config.max_positions);
+
+  if (!top.has("cluster")) top.fail("cluster", "is missing", "a cluster section with `hardware:`");
+  scenario.cluster = load_cluster(top.section("cluster"), bundled);
+
+  const TrainingFacts facts{scenario.training.micro_batch, scenario.training.grad_accum,
+                            scenario.training.dtype, scenario.cluster.world_size(),
+                            scenario.model.hidden_size};
+  scenario.zero = load_zero_config(top.section("zero"), facts,
+                                   std::filesystem::path(source->file).parent_path(),
+                                   &scenario.notes);
+  scenario.controller = load_controller_config(top.section("controller"));
+
+  const YamlSection noise = top.section("noise");
+  scenario.noise.seed = static_cast<std::uint64_t>(
+      noise.get_int("seed", 0, 0, std::numeric_limits<std::int64_t>::max()));
+  noise.finish();
+
+  const YamlSection output = top.section("output");
+  scenario.output.dir = output.get_string("dir", "out/" + scenario.name);
+  scenario.output.trace = output.get_bool("trace", scenario.output.trace);
+  scenario.output.memory_timeline =
+      output.get_bool("memory_timeline", scenario.output.memory_timeline);
+  output.finish();
+
+  top.finish();
+  return scenario;
+}
+
+}  // namespace prefetchlab::core

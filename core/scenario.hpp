@@ -1,0 +1,81 @@
+#pragma once
+// A scenario: everything one simulated (or real) run needs, loaded strictly from YAML.
+//   model:      bundled name (models/NAME.yaml) or path to a model YAML
+//   training:   micro_batch, seq_len, dtype, iterations, warmup_iterations, grad_accum
+//   cluster:    hardware (bundled name or path), nodes, gpus_per_node
+//   zero:       DeepSpeed's zero_optimization keys inline, or ds_config: path/to/ds_config.json
+//   controller: the prefetch-bucket policy (omitted = static)
+//   noise:      seed
+//   output:     where and what to write
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "controller_config.hpp"
+#include "hardware_profile.hpp"
+#include "model_spec.hpp"
+#include "zero_config.hpp"
+
+namespace prefetchlab::core {
+
+struct TrainingConfig {
+  std::int64_t micro_batch = 1;       // sequences per rank per iteration
+  std::int64_t seq_len = 0;           // tokens per sequence (required)
+  DType dtype = DType::kBF16;         // parameter and activation dtype (mixed precision)
+  std::int64_t iterations = 10;       // forward+backward passes; iteration 1 records the trace
+  std::int64_t warmup_iterations = 2; // excluded from steady-state statistics
+  std::int64_t grad_accum = 1;        // optimizer steps after every grad_accum-th iteration
+};
+
+struct ClusterConfig {
+  std::string hardware_ref;  // as written in the scenario
+  HardwareProfile hardware;
+  std::int64_t nodes = 1;
+  std::int64_t gpus_per_node = 0;  // defaults to the profile's GPUs per node
+  std::int64_t world_size() const { return nodes * gpus_per_node; }
+};
+
+struct NoiseConfig {
+  std::uint64_t seed = 0;  // every random stream derives from this and a name
+};
+
+struct OutputConfig {
+  std::filesystem::path dir;  // default out/<scenario name>; `-o` overrides
+  bool trace = true;          // trace.json (Chrome trace events)
+  bool memory_timeline = true;  // memory.csv
+};
+
+struct Scenario {
+  std::filesystem::path file;
+  std::string name;       // file stem
+  std::string model_ref;  // as written in the scenario
+  ModelSpec model;
+  TrainingConfig training;
+  ClusterConfig cluster;
+  ZeroConfig zero;
+  ControllerConfig controller;
+  NoiseConfig noise;
+  OutputConfig output;
+  std::vector<std::string> notes;  // accepted inputs that have no effect, said out loud
+};
+
+// Where bundled models and hardware profiles live (the source tree's models/ and hardware/).
+struct BundledData {
+  std::filesystem::path models_dir;
+  std::filesystem::path hardware_dir;
+  static BundledData from_root(const std::filesystem::path& root);
+};
+
+// Loads, applies `--set` overrides (each "a.b=value"), validates. Throws InputError.
+Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides,
+                       const BundledData& bundled);
+
+// Resolves `value` as a bundled name (dir/NAME.yaml) or as a path relative to the scenario's
+// folder. Unknown names are InputErrors on `key` suggesting the closest bundled name.
+std::filesystem::path resolve_bundled_file(const YamlSection& section, std::string_view key,
+                                           const std::filesystem::path& bundled_dir,
+                                           const std::string& what);
+
+
+}  // namespace prefetchlab::core

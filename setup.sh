@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# PrefetchLab set-up: installs the Debian packages that are missing, then builds.
+#   ./setup.sh          install what is missing, configure and build (Release)
+#   ./setup.sh test     the same, then run the whole test suite
+# CUDA and NCCL are used when present (the CUDA backend is built then) and never installed.
+# Environment: CI=true turns warnings into errors; BUILD_DIR (default build); JOBS.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Every Debian package the project needs, each with what it provides to the build or the
+# plots. tests/setup_coverage_test.py checks that this list covers every find_package and
+# find_program in CMake and every import in plots/, and that each package really provides it.
+PACKAGES=(
+  g++                 # program:c++
+  cmake               # program:cmake
+  ninja-build         # program:ninja
+  pkg-config          # program:pkg-config
+  libyaml-cpp-dev     # cmake:yaml-cpp
+  libcli11-dev        # cmake:CLI11
+  nlohmann-json3-dev  # cmake:nlohmann_json
+  libeigen3-dev       # cmake:Eigen3
+  libgtest-dev        # cmake:GTest
+  libbenchmark-dev    # cmake:benchmark
+  python3             # program:python3
+  python3-matplotlib  # python:matplotlib
+  python3-numpy       # python:numpy
+)
+
+missing=()
+for entry in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$entry" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$entry")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "setup.sh: installing missing Debian packages: ${missing[*]}"
+  as_root=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "setup.sh: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+    as_root=(sudo)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${as_root[@]}" apt-get update -qq
+  "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build_dir=${BUILD_DIR:-build}
+werror=OFF
+[[ ${CI:-} == true ]] && werror=ON
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPREFETCHLAB_WERROR="$werror" >/dev/null
+cmake --build "$build_dir" -j "${JOBS:-$(nproc)}"
+
+if [[ ${1:-} == test ]]; then
+  ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-$(nproc)}"
+fi
