@@ -69,8 +69,28 @@ ModelConfig load_model_config(const YamlSection& root) {
     reject_unused(root, "bias", on_arch + " (its biases are fixed by the architecture)");
   }
   if (arch != Architecture::kBert) reject_unused(root, "type_vocab_size", on_arch);
-
   config.head = read_head(root, arch);
+  // Only BertForMaskedLM among the bert heads has an output projection that could be tied.
+  const bool bert_without_lm = arch == Architecture::kBert && config.head != ModelHead::kMlm;
+  if (bert_without_lm) {
+    reject_unused(root, "tie_embeddings",
+                  std::string("by a bert model with head '") + head_name(config.head) + "'");
+  }
+
+  // Report misspelt keys first: "max_positons is not a known key, did you mean max_positions"
+  // is more useful than "max_positions is missing".
+  for (const char* key : {"hidden_size", "num_layers", "num_heads", "vocab_size", "max_positions",
+                          "intermediate_size"}) {
+    root.mark_known(key);
+  }
+  if (arch == Architecture::kLlama) {
+    root.mark_known("num_kv_heads");
+    root.mark_known("bias");
+  }
+  if (arch == Architecture::kBert) root.mark_known("type_vocab_size");
+  if (!bert_without_lm) root.mark_known("tie_embeddings");
+  root.finish();
+
   config.hidden_size = root.require_int("hidden_size", 1, kMaxSize);
   config.num_layers = root.require_int("num_layers", 1, kMaxSize);
   config.num_heads = root.require_int("num_heads", 1, kMaxSize);
@@ -108,20 +128,12 @@ ModelConfig load_model_config(const YamlSection& root) {
       break;
     case Architecture::kBert:
       config.type_vocab_size = root.get_int("type_vocab_size", 2, 1, kMaxSize);
-      // Only BertForMaskedLM has an output projection that could be tied.
-      if (config.head == ModelHead::kMlm) {
-        config.tie_embeddings = root.get_bool("tie_embeddings", true);
-      } else {
-        reject_unused(root, "tie_embeddings",
-                      std::string("by a bert model with head '") + head_name(config.head) + "'");
-      }
+      if (!bert_without_lm) config.tie_embeddings = root.get_bool("tie_embeddings", true);
       break;
     case Architecture::kLlama:
       config.tie_embeddings = root.get_bool("tie_embeddings", false);
       break;
   }
-
-  root.finish();
   return config;
 }
 
