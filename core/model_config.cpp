@@ -15,7 +15,7 @@ constexpr std::int64_t kMaxSize = std::int64_t{1} << 24;
 void reject_unused(const YamlSection& root, std::string_view key, const std::string& why) {
   if (!root.has(key)) return;
   root.mark_known(key);
-  root.fail(key, "is not used " + why, "no '" + std::string(key) + "' key " + why);
+  root.fail(key, "is not used " + why, "this key removed (it has no effect here)");
 }
 
 ModelHead read_head(const YamlSection& root, Architecture architecture) {
