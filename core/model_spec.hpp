@@ -60,6 +60,8 @@ struct ModelSpec {
   std::int64_t hidden_size = 0;
   std::int64_t num_layers = 0;
   std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;       // == num_heads unless grouped-query attention
+  std::int64_t intermediate_size = 0;  // MLP width
   std::int64_t vocab_size = 0;
   bool causal = true;
   std::vector<ModuleSpec> modules;  // pre-order == execution order of forward pre-hooks
