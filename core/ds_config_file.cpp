@@ -62,6 +62,16 @@ constexpr NoEffectKey kNoEffectKeys[] = {
     {"expert_parallel", ""},
 };
 
+// The training dtype as DeepSpeed's config names it (model_spec's dtype_name lives elsewhere).
+std::string precision_text(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16: return "bf16";
+    case DType::kFP16: return "fp16";
+    case DType::kFP32: return "fp32";
+  }
+  return "?";
+}
+
 // A batch-size key: "auto" takes the scenario's value; a number must equal it.
 void check_batch_key(const YamlSection& root, std::string_view key, std::int64_t scenario_value,
                      const std::string& what) {
@@ -99,11 +109,11 @@ void check_precision(const YamlSection& root, std::string_view key, bool scenari
   }
   if (enabled != scenario_enabled) {
     const std::string problem = std::string("is ") + (enabled ? "true" : "false") +
-                                " but the scenario trains in " + dtype_name(dtype);
+                                " but the scenario trains in " + precision_text(dtype);
     const std::string expected = std::string(scenario_enabled ? "true" : "false") + " or \"auto\"";
     if (sec.has("enabled")) sec.fail("enabled", problem, expected);
     root.fail(key, "has no \"enabled\" (DeepSpeed reads false) but the scenario trains in " +
-                       std::string(dtype_name(dtype)),
+                       precision_text(dtype),
               "\"enabled\": " + expected);
   }
   sec.finish();

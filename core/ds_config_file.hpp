@@ -10,8 +10,9 @@
 
 namespace prefetchlab::core {
 
-// Replaces tab characters outside JSON strings with spaces (yaml-cpp rejects tab indentation,
-// JSON allows it). Line and column numbers are unchanged.
+// Replaces tab characters outside JSON strings with spaces. JSON allows tab indentation, YAML
+// forbids tabs in block indentation; yaml-cpp 0.7 accepts them in JSON's flow context (tested),
+// so this is a guard for stricter readers. Line and column numbers are unchanged.
 std::string detab_json(const std::string& text);
 
 // Reads `file` (a JSON object). A missing file is an InputError at `reference` (where the
