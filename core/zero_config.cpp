@@ -14,7 +14,9 @@ namespace {
 // How an "auto" value resolves (Hugging Face Trainer / Accelerate, h = hidden size).
 enum class AutoRule { kNone, kHiddenSquared, kNineTenthsHiddenSquared, kTenHidden };
 
-enum class Kind { kStage, kCount, kInt, kBool, kFraction, kDevice, kPath };
+// kOptionalBool: DeepSpeed's Optional[bool]; null keeps the default (overlap_comm: None means
+// true for stage 3).
+enum class Kind { kStage, kCount, kInt, kBool, kOptionalBool, kFraction, kDevice, kPath };
 
 template <class T>
 using Member = std::variant<std::int64_t T::*, bool T::*, double T::*, OffloadDevice T::*,
@@ -64,7 +66,7 @@ const std::vector<KeySpec<ZeroConfig>>& zero_table() {
       {"stage3_partition_stream_chunk_size", "partition_stream_chunk_numel",
        &Z::partition_stream_chunk_numel, Kind::kCount, {"partition_stream_chunk_size"}, kNo, false,
        "used only while zero.Init partitions parameters"},
-      {"overlap_comm", "overlap_comm", &Z::overlap_comm, Kind::kBool, {}, kNo, true,
+      {"overlap_comm", "overlap_comm", &Z::overlap_comm, Kind::kOptionalBool, {}, kNo, true,
        "DeepSpeed default None means true for stage 3"},
       {"reduce_bucket_size", "reduce_bucket_numel", &Z::reduce_bucket_numel, Kind::kCount, {},
        AutoRule::kHiddenSquared, true, "gradient bucket (elements)"},
@@ -185,6 +187,7 @@ std::int64_t resolve_auto(AutoRule rule, std::int64_t h) {
 struct Origin {
   InputLocation where;
   std::string key;
+  std::size_t sequence = 0;  // later settings have larger numbers
 };
 
 struct ReadContext {
@@ -192,7 +195,19 @@ struct ReadContext {
   std::vector<std::string>* notes;
   std::string note_label;               // "ds_config key" or "scenario key"
   std::map<std::string, Origin>* origins;  // canonical dotted name -> where it was last set
+  std::size_t* sequence;                   // counts settings across layers
+
+  void set_origin(const std::string& name, const YamlSection& sec, std::string_view key) const {
+    (*origins)[name] = {sec.location(key), sec.dotted(key), ++*sequence};
+  }
 };
+
+// DeepSpeed's deprecated Optional[bool] switches: missing or null read as false.
+bool optional_switch(const YamlSection& sec, std::string_view key) {
+  const YAML::Node node = sec.raw(key);
+  if (!node || node.IsNull()) return false;
+  return sec.require_bool(key);
+}
 
 void add_note(std::vector<std::string>* notes, std::string text) {
   if (notes) notes->push_back(std::move(text));
@@ -236,7 +251,12 @@ void read_value(T& target, const KeySpec<T>& spec, const YamlSection& sec, std::
             out = sec.require_count(key);
           }
         } else if constexpr (std::is_same_v<V, bool>) {
-          out = sec.require_bool(key);
+          const YAML::Node node = sec.raw(key);
+          if (spec.kind == Kind::kOptionalBool && node.IsNull()) {
+            out = T{}.*member;
+          } else {
+            out = sec.require_bool(key);
+          }
         } else if constexpr (std::is_same_v<V, double>) {
           out = sec.require_double(key, 0.0, 1.0);
         } else if constexpr (std::is_same_v<V, OffloadDevice>) {
@@ -269,8 +289,7 @@ void read_keys(T& target, const std::vector<KeySpec<T>>& table, const YamlSectio
     }
     if (used.empty()) continue;
     read_value(target, spec, sec, used, ctx);
-    (*ctx.origins)[canonical_prefix + std::string(spec.json_name)] = {sec.location(used),
-                                                                       sec.dotted(used)};
+    ctx.set_origin(canonical_prefix + std::string(spec.json_name), sec, used);
     if (!spec.modelled) add_note(ctx.notes, no_effect_note(ctx.note_label, sec.dotted(used), spec.note));
   }
 }
@@ -283,14 +302,14 @@ void apply_zero_layer(ZeroConfig& config, const YamlSection& sec, const ReadCont
     if (sec.has(key.name)) add_note(ctx.notes, no_effect_note(ctx.note_label, sec.dotted(key.name), key.note));
   }
   // Deprecated switches that DeepSpeed maps onto the offload sections.
-  if (sec.get_bool("cpu_offload", false)) {
+  if (optional_switch(sec, "cpu_offload")) {
     config.offload_optimizer.device = OffloadDevice::kCpu;
-    (*ctx.origins)["offload_optimizer.device"] = {sec.location("cpu_offload"), sec.dotted("cpu_offload")};
+    ctx.set_origin("offload_optimizer.device", sec, "cpu_offload");
     add_note(ctx.notes, sec.dotted("cpu_offload") + " is deprecated; read as offload_optimizer.device: cpu");
   }
-  if (sec.get_bool("cpu_offload_param", false)) {
+  if (optional_switch(sec, "cpu_offload_param")) {
     config.offload_param.device = OffloadDevice::kCpu;
-    (*ctx.origins)["offload_param.device"] = {sec.location("cpu_offload_param"), sec.dotted("cpu_offload_param")};
+    ctx.set_origin("offload_param.device", sec, "cpu_offload_param");
     add_note(ctx.notes, sec.dotted("cpu_offload_param") + " is deprecated; read as offload_param.device: cpu");
   }
   // offload_param / offload_optimizer: null means "no offload" (DeepSpeed's None).
@@ -329,9 +348,13 @@ void apply_zero_layer(ZeroConfig& config, const YamlSection& sec, const ReadCont
 void validate(const ZeroConfig& config, const std::map<std::string, Origin>& origins,
               const InputLocation& fallback, std::vector<std::string>* notes) {
   if (config.adaptive_prefetch_min_numel > config.adaptive_prefetch_max_numel) {
-    const std::string which = origins.count("stage3_adaptive_prefetch_min_size")
-                                  ? "stage3_adaptive_prefetch_min_size"
-                                  : "stage3_adaptive_prefetch_max_size";
+    // Blame the one of the two that was set last (the inline key over the file's).
+    const auto min_it = origins.find("stage3_adaptive_prefetch_min_size");
+    const auto max_it = origins.find("stage3_adaptive_prefetch_max_size");
+    const bool blame_min = max_it == origins.end() ||
+                           (min_it != origins.end() && min_it->second.sequence > max_it->second.sequence);
+    const std::string which =
+        blame_min ? "stage3_adaptive_prefetch_min_size" : "stage3_adaptive_prefetch_max_size";
     fail_at(origins, which, fallback,
             "makes stage3_adaptive_prefetch_min_size (" +
                 std::to_string(config.adaptive_prefetch_min_numel) +
@@ -407,6 +430,7 @@ ZeroConfig load_zero_config(const YamlSection& zero_section, const TrainingFacts
                             std::vector<std::string>* notes) {
   ZeroConfig config;
   std::map<std::string, Origin> origins;
+  std::size_t sequence = 0;
   bool file_sets_stage = false;
   bool has_file = false;
   if (zero_section.has("ds_config")) {
@@ -424,7 +448,7 @@ ZeroConfig load_zero_config(const YamlSection& zero_section, const TrainingFacts
     }
     const YamlSection zero = root.section("zero_optimization");
     file_sets_stage = zero.has("stage");
-    apply_zero_layer(config, zero, {facts, notes, "ds_config key", &origins});
+    apply_zero_layer(config, zero, {facts, notes, "ds_config key", &origins, &sequence});
     zero.finish();
     root.finish();
   }
@@ -435,7 +459,7 @@ ZeroConfig load_zero_config(const YamlSection& zero_section, const TrainingFacts
                      "default is 0)",
                      "\"stage\": 3 in zero_optimization, or stage: 3 in the scenario");
   }
-  apply_zero_layer(config, zero_section, {facts, notes, "scenario key", &origins});
+  apply_zero_layer(config, zero_section, {facts, notes, "scenario key", &origins, &sequence});
   zero_section.finish();
   validate(config, origins, zero_section.location(), notes);
   return config;

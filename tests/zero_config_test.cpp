@@ -640,3 +640,25 @@ TEST(ZeroConfigErrors, WindowsLineEndingsKeepLineNumbers) {
   EXPECT_EQ(e.where().line, 4);
   EXPECT_EQ(e.key(), "zero_optimization.sub_group_size");
 }
+
+TEST(ZeroConfigErrors, AdaptiveMaxBelowFileMinBlamesTheLaterKey) {
+  TempDir dir;
+  dir.write("ds_config.json", R"({"zero_optimization": {"stage": 3,
+    "stage3_adaptive_prefetch_min_size": 2e7}})");
+  const auto e = expect_input_error([&] {
+    load(dir, "zero:\n  ds_config: ds_config.json\n  stage3_adaptive_prefetch_max_size: 1e7\n");
+  });
+  EXPECT_EQ(e.where().file, (dir.path() / "scenario.yaml").string());
+  EXPECT_EQ(e.where().line, 3);
+  EXPECT_EQ(e.key(), "zero.stage3_adaptive_prefetch_max_size");
+}
+
+TEST(ZeroConfig, NullMeansDeepSpeedsNoneForOptionalKeys) {
+  TempDir dir;
+  dir.write("ds_config.json", R"({"zero_optimization": {"stage": 3, "overlap_comm": null,
+    "cpu_offload": null, "offload_param": null}})");
+  const auto z = load(dir, "zero:\n  ds_config: ds_config.json\n").config;
+  EXPECT_TRUE(z.overlap_comm);  // None -> true for stage 3
+  EXPECT_EQ(z.offload_optimizer.device, pc::OffloadDevice::kNone);
+  EXPECT_EQ(z.offload_param.device, pc::OffloadDevice::kNone);
+}
