@@ -65,9 +65,12 @@ constexpr NoEffectKey kNoEffectKeys[] = {
 // The training dtype as DeepSpeed's config names it (model_spec's dtype_name lives elsewhere).
 std::string precision_text(DType dtype) {
   switch (dtype) {
-    case DType::kBF16: return "bf16";
-    case DType::kFP16: return "fp16";
-    case DType::kFP32: return "fp32";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kFP16:
+      return "fp16";
+    case DType::kFP32:
+      return "fp32";
   }
   return "?";
 }
@@ -83,8 +86,9 @@ void check_batch_key(const YamlSection& root, std::string_view key, std::int64_t
   if (!node.IsScalar()) root.fail(key, "is not a number", expected);
   const std::int64_t value = root.require_int(key, 1, std::numeric_limits<std::int64_t>::max());
   if (value != scenario_value) {
-    root.fail(key, "is " + std::to_string(value) + " but the scenario's " + what + " is " +
-                       std::to_string(scenario_value),
+    root.fail(key,
+              "is " + std::to_string(value) + " but the scenario's " + what + " is " +
+                  std::to_string(scenario_value),
               expected);
   }
 }
@@ -112,8 +116,9 @@ void check_precision(const YamlSection& root, std::string_view key, bool scenari
                                 " but the scenario trains in " + precision_text(dtype);
     const std::string expected = std::string(scenario_enabled ? "true" : "false") + " or \"auto\"";
     if (sec.has("enabled")) sec.fail("enabled", problem, expected);
-    root.fail(key, "has no \"enabled\" (DeepSpeed reads false) but the scenario trains in " +
-                       precision_text(dtype),
+    root.fail(key,
+              "has no \"enabled\" (DeepSpeed reads false) but the scenario trains in " +
+                  precision_text(dtype),
               "\"enabled\": " + expected);
   }
   sec.finish();
@@ -147,7 +152,8 @@ YamlSection load_ds_config_json(const std::filesystem::path& file, const InputLo
                                 const std::string& reference_key) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) {
-    throw InputError(reference, reference_key, "names '" + file.string() + "', which does not exist",
+    throw InputError(reference, reference_key,
+                     "names '" + file.string() + "', which does not exist",
                      "a DeepSpeed JSON config, relative to the scenario's folder");
   }
   std::ifstream in(file, std::ios::binary);
@@ -183,10 +189,10 @@ void check_ds_config_top_level(const YamlSection& root, const TrainingFacts& fac
       "bf16_optimizer_states"};
   check_precision(root, "bf16", facts.dtype == DType::kBF16, facts.dtype, bf16_keys);
   check_precision(root, "bfloat16", facts.dtype == DType::kBF16, facts.dtype, bf16_keys);
-  check_precision(root, "fp16", facts.dtype == DType::kFP16, facts.dtype,
-                  {"auto_cast", "loss_scale", "initial_scale_power", "loss_scale_window",
-                   "hysteresis", "consecutive_hysteresis", "min_loss_scale", "fused_mode",
-                   "fp16_master_weights_and_grads"});
+  check_precision(
+      root, "fp16", facts.dtype == DType::kFP16, facts.dtype,
+      {"auto_cast", "loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
+       "consecutive_hysteresis", "min_loss_scale", "fused_mode", "fp16_master_weights_and_grads"});
   for (const auto& key : kNoEffectKeys) root.mark_known(key.name);
   for (const auto& key : root.keys()) {
     for (const auto& known : kNoEffectKeys) {

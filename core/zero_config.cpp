@@ -19,8 +19,8 @@ enum class AutoRule { kNone, kHiddenSquared, kNineTenthsHiddenSquared, kTenHidde
 enum class Kind { kStage, kCount, kInt, kBool, kOptionalBool, kFraction, kDevice, kPath };
 
 template <class T>
-using Member = std::variant<std::int64_t T::*, bool T::*, double T::*, OffloadDevice T::*,
-                            std::string T::*>;
+using Member =
+    std::variant<std::int64_t T::*, bool T::*, double T::*, OffloadDevice T::*, std::string T::*>;
 
 // One DeepSpeed key: its JSON name (what DeepSpeed's docs and HF configs write), the other names
 // DeepSpeed accepts for it (pydantic field name, deprecated names), the field it fills.
@@ -41,71 +41,215 @@ const std::vector<KeySpec<ZeroConfig>>& zero_table() {
   constexpr auto kNo = AutoRule::kNone;
   static const std::vector<KeySpec<Z>> table{
       {"stage", "stage", &Z::stage, Kind::kStage, {}, kNo, true, "only 3 is modelled"},
-      {"stage3_prefetch_bucket_size", "prefetch_bucket_numel", &Z::prefetch_bucket_numel,
-       Kind::kCount, {"prefetch_bucket_size"}, AutoRule::kNineTenthsHiddenSquared, true,
+      {"stage3_prefetch_bucket_size",
+       "prefetch_bucket_numel",
+       &Z::prefetch_bucket_numel,
+       Kind::kCount,
+       {"prefetch_bucket_size"},
+       AutoRule::kNineTenthsHiddenSquared,
+       true,
        "elements issued per prefetch round; docs say 5e8, code says 5e7"},
-      {"stage3_max_live_parameters", "max_live_numel", &Z::max_live_numel, Kind::kCount,
-       {"max_live_parameters"}, kNo, true, "bounds prefetch issuance"},
-      {"stage3_max_reuse_distance", "max_reuse_distance_numel", &Z::max_reuse_distance_numel,
-       Kind::kCount, {"max_reuse_distance"}, kNo, true, "trace look-ahead that keeps a parameter"},
-      {"stage3_param_persistence_threshold", "param_persistence_threshold_numel",
-       &Z::param_persistence_threshold_numel, Kind::kCount, {"param_persistence_threshold"},
-       AutoRule::kTenHidden, true, "parameters this small stay gathered"},
-      {"stage3_model_persistence_threshold", "model_persistence_threshold_numel",
-       &Z::model_persistence_threshold_numel, Kind::kCount, {"model_persistence_threshold"}, kNo,
-       true, "cap on total persistent elements (default sys.maxsize)"},
-      {"stage3_module_granularity_threshold", "module_granularity_threshold",
-       &Z::module_granularity_threshold, Kind::kInt, {"module_granularity_threshold"}, kNo, true,
+      {"stage3_max_live_parameters",
+       "max_live_numel",
+       &Z::max_live_numel,
+       Kind::kCount,
+       {"max_live_parameters"},
+       kNo,
+       true,
+       "bounds prefetch issuance"},
+      {"stage3_max_reuse_distance",
+       "max_reuse_distance_numel",
+       &Z::max_reuse_distance_numel,
+       Kind::kCount,
+       {"max_reuse_distance"},
+       kNo,
+       true,
+       "trace look-ahead that keeps a parameter"},
+      {"stage3_param_persistence_threshold",
+       "param_persistence_threshold_numel",
+       &Z::param_persistence_threshold_numel,
+       Kind::kCount,
+       {"param_persistence_threshold"},
+       AutoRule::kTenHidden,
+       true,
+       "parameters this small stay gathered"},
+      {"stage3_model_persistence_threshold",
+       "model_persistence_threshold_numel",
+       &Z::model_persistence_threshold_numel,
+       Kind::kCount,
+       {"model_persistence_threshold"},
+       kNo,
+       true,
+       "cap on total persistent elements (default sys.maxsize)"},
+      {"stage3_module_granularity_threshold",
+       "module_granularity_threshold",
+       &Z::module_granularity_threshold,
+       Kind::kInt,
+       {"module_granularity_threshold"},
+       kNo,
+       true,
        "> 0 turns fine-grained modules into ZeRO-3 leaf modules"},
-      {"stage3_use_all_reduce_for_fetch_params", "use_all_reduce_for_fetch_params",
-       &Z::use_all_reduce_for_fetch_params, Kind::kBool, {"use_all_reduce_for_fetch_params"}, kNo,
-       true, "fetch with all-reduce of a zero-filled buffer"},
-      {"stage3_allgather_sequential", "allgather_sequential", &Z::allgather_sequential,
-       Kind::kBool, {"allgather_sequential"}, kNo, true,
+      {"stage3_use_all_reduce_for_fetch_params",
+       "use_all_reduce_for_fetch_params",
+       &Z::use_all_reduce_for_fetch_params,
+       Kind::kBool,
+       {"use_all_reduce_for_fetch_params"},
+       kNo,
+       true,
+       "fetch with all-reduce of a zero-filled buffer"},
+      {"stage3_allgather_sequential",
+       "allgather_sequential",
+       &Z::allgather_sequential,
+       Kind::kBool,
+       {"allgather_sequential"},
+       kNo,
+       true,
        "one all-gather per parameter; the engine forces the prefetch bucket to 1"},
-      {"stage3_partition_stream_chunk_size", "partition_stream_chunk_numel",
-       &Z::partition_stream_chunk_numel, Kind::kCount, {"partition_stream_chunk_size"}, kNo, false,
+      {"stage3_partition_stream_chunk_size",
+       "partition_stream_chunk_numel",
+       &Z::partition_stream_chunk_numel,
+       Kind::kCount,
+       {"partition_stream_chunk_size"},
+       kNo,
+       false,
        "used only while zero.Init partitions parameters"},
-      {"overlap_comm", "overlap_comm", &Z::overlap_comm, Kind::kOptionalBool, {}, kNo, true,
+      {"overlap_comm",
+       "overlap_comm",
+       &Z::overlap_comm,
+       Kind::kOptionalBool,
+       {},
+       kNo,
+       true,
        "DeepSpeed default None means true for stage 3"},
-      {"reduce_bucket_size", "reduce_bucket_numel", &Z::reduce_bucket_numel, Kind::kCount, {},
-       AutoRule::kHiddenSquared, true, "gradient bucket (elements)"},
-      {"allgather_bucket_size", "allgather_bucket_numel", &Z::allgather_bucket_numel,
-       Kind::kCount, {}, kNo, false, "not used by stage-3 parameter fetch (DeepSpeed #6420)"},
-      {"contiguous_gradients", "contiguous_gradients", &Z::contiguous_gradients, Kind::kBool, {},
-       kNo, true, "gradients copied into one IPG bucket"},
+      {"reduce_bucket_size",
+       "reduce_bucket_numel",
+       &Z::reduce_bucket_numel,
+       Kind::kCount,
+       {},
+       AutoRule::kHiddenSquared,
+       true,
+       "gradient bucket (elements)"},
+      {"allgather_bucket_size",
+       "allgather_bucket_numel",
+       &Z::allgather_bucket_numel,
+       Kind::kCount,
+       {},
+       kNo,
+       false,
+       "not used by stage-3 parameter fetch (DeepSpeed #6420)"},
+      {"contiguous_gradients",
+       "contiguous_gradients",
+       &Z::contiguous_gradients,
+       Kind::kBool,
+       {},
+       kNo,
+       true,
+       "gradients copied into one IPG bucket"},
       {"reduce_scatter", "reduce_scatter", &Z::reduce_scatter, Kind::kBool, {}, kNo, true, ""},
-      {"sub_group_size", "sub_group_numel", &Z::sub_group_numel, Kind::kCount, {}, kNo, false,
+      {"sub_group_size",
+       "sub_group_numel",
+       &Z::sub_group_numel,
+       Kind::kCount,
+       {},
+       kNo,
+       false,
        "optimizer-step tiling only"},
-      {"zero_hpz_partition_size", "zero_hpz_partition_size", &Z::zero_hpz_partition_size,
-       Kind::kInt, {}, kNo, true, "ZeRO++ hpZ secondary partition size"},
-      {"zero_quantized_weights", "zero_quantized_weights", &Z::zero_quantized_weights,
-       Kind::kBool, {}, kNo, true, "ZeRO++ qwZ"},
-      {"zero_quantized_nontrainable_weights", "zero_quantized_nontrainable_weights",
-       &Z::zero_quantized_nontrainable_weights, Kind::kBool, {}, kNo, true, ""},
-      {"zero_quantized_gradients", "zero_quantized_gradients", &Z::zero_quantized_gradients,
-       Kind::kBool, {}, kNo, true, "ZeRO++ qgZ"},
-      {"stage3_adaptive_prefetch_bucket_size", "adaptive_prefetch_bucket",
-       &Z::adaptive_prefetch_bucket, Kind::kBool, {"adaptive_prefetch_bucket_size"}, kNo, true,
+      {"zero_hpz_partition_size",
+       "zero_hpz_partition_size",
+       &Z::zero_hpz_partition_size,
+       Kind::kInt,
+       {},
+       kNo,
+       true,
+       "ZeRO++ hpZ secondary partition size"},
+      {"zero_quantized_weights",
+       "zero_quantized_weights",
+       &Z::zero_quantized_weights,
+       Kind::kBool,
+       {},
+       kNo,
+       true,
+       "ZeRO++ qwZ"},
+      {"zero_quantized_nontrainable_weights",
+       "zero_quantized_nontrainable_weights",
+       &Z::zero_quantized_nontrainable_weights,
+       Kind::kBool,
+       {},
+       kNo,
+       true,
+       ""},
+      {"zero_quantized_gradients",
+       "zero_quantized_gradients",
+       &Z::zero_quantized_gradients,
+       Kind::kBool,
+       {},
+       kNo,
+       true,
+       "ZeRO++ qgZ"},
+      {"stage3_adaptive_prefetch_bucket_size",
+       "adaptive_prefetch_bucket",
+       &Z::adaptive_prefetch_bucket,
+       Kind::kBool,
+       {"adaptive_prefetch_bucket_size"},
+       kNo,
+       true,
        "PR #8431: selects the ema_threshold controller"},
-      {"stage3_adaptive_prefetch_min_size", "adaptive_prefetch_min_numel",
-       &Z::adaptive_prefetch_min_numel, Kind::kCount, {"adaptive_prefetch_min_size"}, kNo, true,
+      {"stage3_adaptive_prefetch_min_size",
+       "adaptive_prefetch_min_numel",
+       &Z::adaptive_prefetch_min_numel,
+       Kind::kCount,
+       {"adaptive_prefetch_min_size"},
+       kNo,
+       true,
        "PR #8431 lower clamp"},
-      {"stage3_adaptive_prefetch_max_size", "adaptive_prefetch_max_numel",
-       &Z::adaptive_prefetch_max_numel, Kind::kCount, {"adaptive_prefetch_max_size"}, kNo, true,
+      {"stage3_adaptive_prefetch_max_size",
+       "adaptive_prefetch_max_numel",
+       &Z::adaptive_prefetch_max_numel,
+       Kind::kCount,
+       {"adaptive_prefetch_max_size"},
+       kNo,
+       true,
        "PR #8431 upper clamp"},
-      {"log_trace_cache_warnings", "log_trace_cache_warnings", &Z::log_trace_cache_warnings,
-       Kind::kBool, {}, kNo, false, "logging only"},
-      {"stage3_gather_16bit_weights_on_model_save", "gather_16bit_weights_on_model_save",
-       &Z::gather_16bit_weights_on_model_save, Kind::kBool,
-       {"gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save"}, kNo,
-       false, "checkpoint saving only"},
-      {"round_robin_gradients", "round_robin_gradients", &Z::round_robin_gradients, Kind::kBool,
-       {}, kNo, false, "stage 1/2 only"},
-      {"ignore_unused_parameters", "ignore_unused_parameters", &Z::ignore_unused_parameters,
-       Kind::kBool, {}, kNo, false, "stage 2 only"},
-      {"memory_efficient_linear", "memory_efficient_linear", &Z::memory_efficient_linear,
-       Kind::kBool, {}, kNo, false, "autograd detail of linear layers"},
+      {"log_trace_cache_warnings",
+       "log_trace_cache_warnings",
+       &Z::log_trace_cache_warnings,
+       Kind::kBool,
+       {},
+       kNo,
+       false,
+       "logging only"},
+      {"stage3_gather_16bit_weights_on_model_save",
+       "gather_16bit_weights_on_model_save",
+       &Z::gather_16bit_weights_on_model_save,
+       Kind::kBool,
+       {"gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save"},
+       kNo,
+       false,
+       "checkpoint saving only"},
+      {"round_robin_gradients",
+       "round_robin_gradients",
+       &Z::round_robin_gradients,
+       Kind::kBool,
+       {},
+       kNo,
+       false,
+       "stage 1/2 only"},
+      {"ignore_unused_parameters",
+       "ignore_unused_parameters",
+       &Z::ignore_unused_parameters,
+       Kind::kBool,
+       {},
+       kNo,
+       false,
+       "stage 2 only"},
+      {"memory_efficient_linear",
+       "memory_efficient_linear",
+       &Z::memory_efficient_linear,
+       Kind::kBool,
+       {},
+       kNo,
+       false,
+       "autograd detail of linear layers"},
   };
   return table;
 }
@@ -135,12 +279,31 @@ const std::vector<KeySpec<OffloadOptimizerConfig>>& offload_optimizer_table() {
       {"pipeline_read", "pipeline_read", &O::pipeline_read, Kind::kBool, {}, kNo, true, ""},
       {"pipeline_write", "pipeline_write", &O::pipeline_write, Kind::kBool, {}, kNo, true, ""},
       {"fast_init", "fast_init", &O::fast_init, Kind::kBool, {}, kNo, false, "initialisation only"},
-      {"ratio", "ratio", &O::ratio, Kind::kFraction, {}, kNo, true, "share of optimizer states offloaded"},
+      {"ratio",
+       "ratio",
+       &O::ratio,
+       Kind::kFraction,
+       {},
+       kNo,
+       true,
+       "share of optimizer states offloaded"},
       {"super_offload", "super_offload", &O::super_offload, Kind::kBool, {}, kNo, true, ""},
-      {"convert_grad_on_cpu", "convert_grad_on_cpu", &O::convert_grad_on_cpu, Kind::kBool, {},
-       kNo, true, ""},
-      {"cpuadam_cores_perc", "cpuadam_cores_perc", &O::cpuadam_cores_perc, Kind::kFraction, {},
-       kNo, true, ""},
+      {"convert_grad_on_cpu",
+       "convert_grad_on_cpu",
+       &O::convert_grad_on_cpu,
+       Kind::kBool,
+       {},
+       kNo,
+       true,
+       ""},
+      {"cpuadam_cores_perc",
+       "cpuadam_cores_perc",
+       &O::cpuadam_cores_perc,
+       Kind::kFraction,
+       {},
+       kNo,
+       true,
+       ""},
   };
   return table;
 }
@@ -174,12 +337,15 @@ const std::vector<PlainKey>& zero_keys_without_field() {
 
 std::int64_t resolve_auto(AutoRule rule, std::int64_t h) {
   switch (rule) {
-    case AutoRule::kHiddenSquared: return h * h;
+    case AutoRule::kHiddenSquared:
+      return h * h;
     // HF: int(0.9 * hidden_size * hidden_size), evaluated left to right in double.
     case AutoRule::kNineTenthsHiddenSquared:
       return static_cast<std::int64_t>(0.9 * static_cast<double>(h) * static_cast<double>(h));
-    case AutoRule::kTenHidden: return 10 * h;
-    case AutoRule::kNone: break;
+    case AutoRule::kTenHidden:
+      return 10 * h;
+    case AutoRule::kNone:
+      break;
   }
   return 0;
 }
@@ -193,7 +359,7 @@ struct Origin {
 struct ReadContext {
   const TrainingFacts& facts;
   std::vector<std::string>* notes;
-  std::string note_label;               // "ds_config key" or "scenario key"
+  std::string note_label;                  // "ds_config key" or "scenario key"
   std::map<std::string, Origin>* origins;  // canonical dotted name -> where it was last set
   std::size_t* sequence;                   // counts settings across layers
 
@@ -213,8 +379,7 @@ void add_note(std::vector<std::string>* notes, std::string text) {
   if (notes) notes->push_back(std::move(text));
 }
 
-std::string no_effect_note(const std::string& label, const std::string& key,
-                           std::string_view why) {
+std::string no_effect_note(const std::string& label, const std::string& key, std::string_view why) {
   std::string text = label + " " + key + " has no effect on ZeRO-3 fetch timing";
   if (!why.empty()) text += " (" + std::string(why) + ")";
   return text;
@@ -244,9 +409,11 @@ void read_value(T& target, const KeySpec<T>& spec, const YamlSection& sec, std::
           } else if (spec.kind == Kind::kInt) {
             out = sec.require_int(key, 0, std::numeric_limits<std::int64_t>::max());
           } else {
-            const std::string expected = spec.auto_rule != AutoRule::kNone ? "a whole number of elements >= 0 (e.g. 5e7) or \"auto\"" : "";
-            if (!expected.empty() && node.IsScalar() && !parse_count(node.Scalar())) {
-              sec.fail(key, "is '" + node.Scalar() + "'", expected);
+            // Keys with an "auto" rule say so when the value is neither a count nor "auto".
+            if (spec.auto_rule != AutoRule::kNone && node.IsScalar() &&
+                !parse_count(node.Scalar())) {
+              sec.fail(key, "is '" + node.Scalar() + "'",
+                       "a whole number of elements >= 0 (e.g. 5e7) or \"auto\"");
             }
             out = sec.require_count(key);
           }
@@ -290,7 +457,8 @@ void read_keys(T& target, const std::vector<KeySpec<T>>& table, const YamlSectio
     if (used.empty()) continue;
     read_value(target, spec, sec, used, ctx);
     ctx.set_origin(canonical_prefix + std::string(spec.json_name), sec, used);
-    if (!spec.modelled) add_note(ctx.notes, no_effect_note(ctx.note_label, sec.dotted(used), spec.note));
+    if (!spec.modelled)
+      add_note(ctx.notes, no_effect_note(ctx.note_label, sec.dotted(used), spec.note));
   }
 }
 
@@ -299,18 +467,21 @@ void apply_zero_layer(ZeroConfig& config, const YamlSection& sec, const ReadCont
   read_keys(config, zero_table(), sec, "", ctx);
   for (const auto& key : zero_keys_without_field()) {
     sec.mark_known(key.name);
-    if (sec.has(key.name)) add_note(ctx.notes, no_effect_note(ctx.note_label, sec.dotted(key.name), key.note));
+    if (sec.has(key.name))
+      add_note(ctx.notes, no_effect_note(ctx.note_label, sec.dotted(key.name), key.note));
   }
   // Deprecated switches that DeepSpeed maps onto the offload sections.
   if (optional_switch(sec, "cpu_offload")) {
     config.offload_optimizer.device = OffloadDevice::kCpu;
     ctx.set_origin("offload_optimizer.device", sec, "cpu_offload");
-    add_note(ctx.notes, sec.dotted("cpu_offload") + " is deprecated; read as offload_optimizer.device: cpu");
+    add_note(ctx.notes,
+             sec.dotted("cpu_offload") + " is deprecated; read as offload_optimizer.device: cpu");
   }
   if (optional_switch(sec, "cpu_offload_param")) {
     config.offload_param.device = OffloadDevice::kCpu;
     ctx.set_origin("offload_param.device", sec, "cpu_offload_param");
-    add_note(ctx.notes, sec.dotted("cpu_offload_param") + " is deprecated; read as offload_param.device: cpu");
+    add_note(ctx.notes,
+             sec.dotted("cpu_offload_param") + " is deprecated; read as offload_param.device: cpu");
   }
   // offload_param / offload_optimizer: null means "no offload" (DeepSpeed's None).
   if (sec.has("offload_param")) {
@@ -330,7 +501,8 @@ void apply_zero_layer(ZeroConfig& config, const YamlSection& sec, const ReadCont
       config.offload_optimizer = OffloadOptimizerConfig{};
     } else {
       const YamlSection sub = sec.section("offload_optimizer");
-      read_keys(config.offload_optimizer, offload_optimizer_table(), sub, "offload_optimizer.", ctx);
+      read_keys(config.offload_optimizer, offload_optimizer_table(), sub, "offload_optimizer.",
+                ctx);
       sub.finish();
     }
   }
@@ -351,8 +523,9 @@ void validate(const ZeroConfig& config, const std::map<std::string, Origin>& ori
     // Blame the one of the two that was set last (the inline key over the file's).
     const auto min_it = origins.find("stage3_adaptive_prefetch_min_size");
     const auto max_it = origins.find("stage3_adaptive_prefetch_max_size");
-    const bool blame_min = max_it == origins.end() ||
-                           (min_it != origins.end() && min_it->second.sequence > max_it->second.sequence);
+    const bool blame_min =
+        max_it == origins.end() ||
+        (min_it != origins.end() && min_it->second.sequence > max_it->second.sequence);
     const std::string which =
         blame_min ? "stage3_adaptive_prefetch_min_size" : "stage3_adaptive_prefetch_max_size";
     fail_at(origins, which, fallback,
@@ -362,9 +535,10 @@ void validate(const ZeroConfig& config, const std::map<std::string, Origin>& ori
                 std::to_string(config.adaptive_prefetch_max_numel) + ")",
             "min_size <= max_size");
   }
-  if (config.offload_param.device == OffloadDevice::kNvme && config.offload_param.nvme_path.empty()) {
-    fail_at(origins, "offload_param.device", fallback, "is nvme but offload_param.nvme_path is not set",
-            "an nvme_path with device nvme");
+  if (config.offload_param.device == OffloadDevice::kNvme &&
+      config.offload_param.nvme_path.empty()) {
+    fail_at(origins, "offload_param.device", fallback,
+            "is nvme but offload_param.nvme_path is not set", "an nvme_path with device nvme");
   }
   if (config.offload_optimizer.device == OffloadDevice::kNvme &&
       config.offload_optimizer.nvme_path.empty()) {
@@ -372,9 +546,10 @@ void validate(const ZeroConfig& config, const std::map<std::string, Origin>& ori
             "is nvme but offload_optimizer.nvme_path is not set", "an nvme_path with device nvme");
   }
   if (config.allgather_sequential) {
-    add_note(notes, "stage3_allgather_sequential is true: DeepSpeed's engine sets the prefetch bucket "
-                    "to 1 element (stage3_prefetch_bucket_size " +
-                        std::to_string(config.prefetch_bucket_numel) + " is not used)");
+    add_note(notes,
+             "stage3_allgather_sequential is true: DeepSpeed's engine sets the prefetch bucket "
+             "to 1 element (stage3_prefetch_bucket_size " +
+                 std::to_string(config.prefetch_bucket_numel) + " is not used)");
   }
 }
 
@@ -418,9 +593,12 @@ void append_docs(std::vector<ZeroKeyDoc>& docs, const std::vector<KeySpec<T>>& t
 
 const char* offload_device_name(OffloadDevice device) {
   switch (device) {
-    case OffloadDevice::kNone: return "none";
-    case OffloadDevice::kCpu: return "cpu";
-    case OffloadDevice::kNvme: return "nvme";
+    case OffloadDevice::kNone:
+      return "none";
+    case OffloadDevice::kCpu:
+      return "cpu";
+    case OffloadDevice::kNvme:
+      return "nvme";
   }
   return "none";
 }

@@ -6,10 +6,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "training_facts.hpp"
 #include "yaml_section.hpp"
@@ -22,10 +21,10 @@ const char* offload_device_name(OffloadDevice device);
 // zero_optimization.offload_param (DeepSpeedZeroOffloadParamConfig).
 struct OffloadParamConfig {
   OffloadDevice device = OffloadDevice::kNone;
-  std::string nvme_path;                           // "" = not set (null)
+  std::string nvme_path;  // "" = not set (null)
   std::int64_t buffer_count = 5;
-  std::int64_t buffer_numel = 100'000'000;         // buffer_size
-  std::int64_t max_in_cpu_numel = 1'000'000'000;   // max_in_cpu
+  std::int64_t buffer_numel = 100'000'000;        // buffer_size
+  std::int64_t max_in_cpu_numel = 1'000'000'000;  // max_in_cpu
   bool pin_memory = false;
 };
 
@@ -47,18 +46,18 @@ struct OffloadOptimizerConfig {
 struct ZeroConfig {
   std::int64_t stage = 3;  // only 3 is accepted
   // Fetch / prefetch / release (PartitionedParameterCoordinator).
-  std::int64_t prefetch_bucket_numel = 50'000'000;                  // stage3_prefetch_bucket_size
-  std::int64_t max_live_numel = 1'000'000'000;                      // stage3_max_live_parameters
-  std::int64_t max_reuse_distance_numel = 1'000'000'000;            // stage3_max_reuse_distance
-  std::int64_t param_persistence_threshold_numel = 100'000;         // stage3_param_persistence_threshold
+  std::int64_t prefetch_bucket_numel = 50'000'000;           // stage3_prefetch_bucket_size
+  std::int64_t max_live_numel = 1'000'000'000;               // stage3_max_live_parameters
+  std::int64_t max_reuse_distance_numel = 1'000'000'000;     // stage3_max_reuse_distance
+  std::int64_t param_persistence_threshold_numel = 100'000;  // stage3_param_persistence_threshold
   std::int64_t model_persistence_threshold_numel =
-      std::numeric_limits<std::int64_t>::max();                     // sys.maxsize
-  std::int64_t module_granularity_threshold = 0;                    // 0 = off
+      std::numeric_limits<std::int64_t>::max();   // sys.maxsize
+  std::int64_t module_granularity_threshold = 0;  // 0 = off
   bool use_all_reduce_for_fetch_params = false;
   // One all-gather per parameter; DeepSpeed's engine then forces the prefetch bucket to 1
   // (see effective_prefetch_bucket_numel()).
   bool allgather_sequential = false;
-  std::int64_t partition_stream_chunk_numel = 0;                    // zero.Init only
+  std::int64_t partition_stream_chunk_numel = 0;  // zero.Init only
   // Streams and gradient reduction.
   bool overlap_comm = true;  // DeepSpeed: None -> true for stage 3
   std::int64_t reduce_bucket_numel = 500'000'000;
@@ -107,10 +106,10 @@ nlohmann::json zero_config_to_json(const ZeroConfig& config);
 
 // One row per key PrefetchLab reads in zero_optimization (for docs and --help).
 struct ZeroKeyDoc {
-  std::string json_name;     // e.g. "stage3_prefetch_bucket_size" (nested: "offload_param.device")
-  std::string field_name;    // e.g. "prefetch_bucket_numel"; "" for keys without a field
+  std::string json_name;   // e.g. "stage3_prefetch_bucket_size" (nested: "offload_param.device")
+  std::string field_name;  // e.g. "prefetch_bucket_numel"; "" for keys without a field
   nlohmann::json default_value;  // DeepSpeed's code default (null for keys without a field)
-  bool modelled = true;      // false: accepted, no effect on what PrefetchLab models
+  bool modelled = true;          // false: accepted, no effect on what PrefetchLab models
   std::string note;
 };
 std::vector<ZeroKeyDoc> zero_config_key_docs();

@@ -1,5 +1,7 @@
 // ZeroConfig: DeepSpeed code defaults, ds_config.json reading ("auto", precedence, top-level
 // consistency with the scenario) and every input error naming file, line and key.
+#include "core/zero_config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "core/ds_config_file.hpp"
-#include "core/zero_config.hpp"
 
 namespace pc = prefetchlab::core;
 namespace fs = std::filesystem;
@@ -204,8 +205,8 @@ TEST(ZeroConfig, HuggingFaceZero3ExampleResolvesEveryValue) {
   EXPECT_EQ(z.stage, 3);
   EXPECT_EQ(z.prefetch_bucket_numel, 15'099'494);  // int(0.9 * 4096 * 4096)
   EXPECT_EQ(z.effective_prefetch_bucket_numel(), 15'099'494);
-  EXPECT_EQ(z.reduce_bucket_numel, 16'777'216);              // 4096^2
-  EXPECT_EQ(z.param_persistence_threshold_numel, 40'960);    // 10 * 4096
+  EXPECT_EQ(z.reduce_bucket_numel, 16'777'216);            // 4096^2
+  EXPECT_EQ(z.param_persistence_threshold_numel, 40'960);  // 10 * 4096
   EXPECT_EQ(z.max_live_numel, 1'000'000'000);
   EXPECT_EQ(z.max_reuse_distance_numel, 1'000'000'000);
   EXPECT_EQ(z.sub_group_numel, 1'000'000'000);
@@ -282,11 +283,11 @@ TEST(ZeroConfig, InlineKeysOverrideTheFileWhichOverridesDefaults) {
                       "  offload_param:\n"
                       "    pin_memory: false\n")
                      .config;
-  EXPECT_EQ(z.prefetch_bucket_numel, 5'000'000);              // inline
-  EXPECT_EQ(z.max_live_numel, 200'000'000);                   // file
-  EXPECT_EQ(z.max_reuse_distance_numel, 1'000'000'000);       // default
-  EXPECT_EQ(z.offload_param.device, pc::OffloadDevice::kCpu); // file
-  EXPECT_FALSE(z.offload_param.pin_memory);                   // inline, key by key
+  EXPECT_EQ(z.prefetch_bucket_numel, 5'000'000);               // inline
+  EXPECT_EQ(z.max_live_numel, 200'000'000);                    // file
+  EXPECT_EQ(z.max_reuse_distance_numel, 1'000'000'000);        // default
+  EXPECT_EQ(z.offload_param.device, pc::OffloadDevice::kCpu);  // file
+  EXPECT_FALSE(z.offload_param.pin_memory);                    // inline, key by key
 }
 
 TEST(ZeroConfig, SizesAcceptScientificPlainAndQuotedForms) {
@@ -336,7 +337,8 @@ TEST(ZeroConfig, DeprecatedCpuOffloadSwitchesMapToOffloadSections) {
 
 TEST(ZeroConfig, AcceptedKeysWithoutEffectAddNotes) {
   TempDir dir;
-  const auto loaded = load(dir, "zero:\n  allgather_bucket_size: 2e8\n  load_from_fp32_weights: false\n");
+  const auto loaded =
+      load(dir, "zero:\n  allgather_bucket_size: 2e8\n  load_from_fp32_weights: false\n");
   EXPECT_EQ(loaded.config.allgather_bucket_numel, 200'000'000);
   const std::vector<std::string> expected{
       "scenario key zero.allgather_bucket_size has no effect on ZeRO-3 fetch timing (not used by "
@@ -365,8 +367,9 @@ TEST(DsConfigFile, DetabLeavesStringsAndLinesAlone) {
 
 TEST(DsConfigFile, CompactJsonIsRead) {
   TempDir dir;
-  dir.write("ds_config.json",
-            R"({"zero_optimization":{"stage":3,"stage3_max_live_parameters":3e8,"overlap_comm":false}})");
+  dir.write(
+      "ds_config.json",
+      R"({"zero_optimization":{"stage":3,"stage3_max_live_parameters":3e8,"overlap_comm":false}})");
   const auto z = load(dir, "zero:\n  ds_config: ds_config.json\n").config;
   EXPECT_EQ(z.max_live_numel, 300'000'000);
   EXPECT_FALSE(z.overlap_comm);
@@ -445,15 +448,17 @@ TEST(ZeroConfigErrors, NegativeSize) {
 
 TEST(ZeroConfigErrors, FractionalSize) {
   TempDir dir;
-  const auto e = json_error(dir, "{\"zero_optimization\": {\"stage\": 3,\n"
-                                 "  \"stage3_prefetch_bucket_size\": 15099494.4}}");
+  const auto e = json_error(dir,
+                            "{\"zero_optimization\": {\"stage\": 3,\n"
+                            "  \"stage3_prefetch_bucket_size\": 15099494.4}}");
   EXPECT_EQ(e.where().line, 2);
   EXPECT_EQ(e.key(), "zero_optimization.stage3_prefetch_bucket_size");
 }
 
 TEST(ZeroConfigErrors, AutoWhereDeepSpeedHasNoAuto) {
   TempDir dir;
-  const auto e = expect_input_error([&] { load(dir, "zero:\n  stage3_max_live_parameters: auto\n"); });
+  const auto e =
+      expect_input_error([&] { load(dir, "zero:\n  stage3_max_live_parameters: auto\n"); });
   EXPECT_EQ(e.where().line, 2);
   EXPECT_EQ(e.key(), "zero.stage3_max_live_parameters");
 }
@@ -462,8 +467,8 @@ TEST(ZeroConfigErrors, AutoWithoutHiddenSize) {
   TempDir dir;
   auto facts = hf_facts();
   facts.hidden_size = 0;
-  const auto e = expect_input_error(
-      [&] { load(dir, "zero:\n  reduce_bucket_size: auto\n", facts); });
+  const auto e =
+      expect_input_error([&] { load(dir, "zero:\n  reduce_bucket_size: auto\n", facts); });
   EXPECT_EQ(e.where().line, 2);
   EXPECT_EQ(e.key(), "zero.reduce_bucket_size");
 }
@@ -571,8 +576,8 @@ TEST(ZeroConfigErrors, UnknownTopLevelKeySuggestsClosest) {
 
 TEST(ZeroConfigErrors, UnknownOffloadDeviceSuggestsClosest) {
   TempDir dir;
-  const auto e = expect_input_error(
-      [&] { load(dir, "zero:\n  offload_param:\n    device: gpu\n"); });
+  const auto e =
+      expect_input_error([&] { load(dir, "zero:\n  offload_param:\n    device: gpu\n"); });
   EXPECT_EQ(e.where().line, 3);
   EXPECT_EQ(e.key(), "zero.offload_param.device");
   EXPECT_EQ(e.suggestion(), "cpu");
@@ -580,17 +585,16 @@ TEST(ZeroConfigErrors, UnknownOffloadDeviceSuggestsClosest) {
 
 TEST(ZeroConfigErrors, NvmeOffloadWithoutPath) {
   TempDir dir;
-  const auto e = expect_input_error(
-      [&] { load(dir, "zero:\n  offload_optimizer:\n    device: nvme\n"); });
+  const auto e =
+      expect_input_error([&] { load(dir, "zero:\n  offload_optimizer:\n    device: nvme\n"); });
   EXPECT_EQ(e.where().line, 3);
   EXPECT_EQ(e.key(), "zero.offload_optimizer.device");
 }
 
 TEST(ZeroConfigErrors, TwoNamesForOneOption) {
   TempDir dir;
-  const auto e = expect_input_error([&] {
-    load(dir, "zero:\n  stage3_prefetch_bucket_size: 1\n  prefetch_bucket_size: 2\n");
-  });
+  const auto e = expect_input_error(
+      [&] { load(dir, "zero:\n  stage3_prefetch_bucket_size: 1\n  prefetch_bucket_size: 2\n"); });
   EXPECT_EQ(e.where().line, 3);
   EXPECT_EQ(e.key(), "zero.prefetch_bucket_size");
 }
@@ -635,8 +639,9 @@ TEST(ZeroConfigErrors, DuplicateJsonKey) {
 
 TEST(ZeroConfigErrors, WindowsLineEndingsKeepLineNumbers) {
   TempDir dir;
-  const auto e = json_error(
-      dir, "{\r\n  \"zero_optimization\": {\r\n    \"stage\": 3,\r\n    \"sub_group_size\": \"big\"\r\n  }\r\n}\r\n");
+  const auto e = json_error(dir,
+                            "{\r\n  \"zero_optimization\": {\r\n    \"stage\": 3,\r\n    "
+                            "\"sub_group_size\": \"big\"\r\n  }\r\n}\r\n");
   EXPECT_EQ(e.where().line, 4);
   EXPECT_EQ(e.key(), "zero_optimization.sub_group_size");
 }
