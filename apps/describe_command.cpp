@@ -1,5 +1,6 @@
 #include "describe_command.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -37,6 +38,13 @@ std::string flops_text(std::int64_t flops) {
   return buffer;
 }
 
+// A module's name relative to its parent ("layers.0" under "model"); "(root)" for the root.
+std::string relative_name(const core::ModelSpec& model, const core::ModuleSpec& module) {
+  if (module.parent < 0) return "(root)";
+  const std::string& parent = model.modules[static_cast<std::size_t>(module.parent)].name;
+  return parent.empty() ? module.name : module.name.substr(parent.size() + 1);
+}
+
 // What describe prints, whatever the target was: a model plus the thresholds and batch shape.
 struct DescribeInput {
   core::ModelSpec model;
@@ -45,6 +53,7 @@ struct DescribeInput {
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 0;
   std::string origin;
+  std::vector<std::string> notes;
 };
 
 DescribeInput resolve_target(const DescribeOptions& options) {
@@ -53,7 +62,7 @@ DescribeInput resolve_target(const DescribeOptions& options) {
   std::filesystem::path model_path;
   if (std::filesystem::is_regular_file(options.target)) {
     const YAML::Node root = core::parse_yaml_file(options.target);
-    if (root.IsMap() && root["model"]) {  // a scenario
+    if (!(root.IsMap() && root["architecture"])) {  // not a model file: read it as a scenario
       const core::Scenario scenario = core::load_scenario(options.target, options.overrides, bundled);
       input.model = scenario.model;
       input.max_positions = scenario.model.max_positions;
@@ -61,6 +70,7 @@ DescribeInput resolve_target(const DescribeOptions& options) {
       input.micro_batch = scenario.training.micro_batch;
       input.seq_len = scenario.training.seq_len;
       input.origin = "scenario " + options.target;
+      input.notes = scenario.notes;
     } else {
       model_path = options.target;
     }
@@ -106,11 +116,16 @@ int describe(const DescribeOptions& options) {
       core::persistent_params(model, input.zero.param_persistence_threshold_numel,
                               input.zero.model_persistence_threshold_numel);
   std::cout << model.name << " from " << input.origin << "\n";
+  for (const auto& note : input.notes) std::cout << "note: " << note << "\n";
   std::cout << "micro_batch " << input.micro_batch << ", seq_len " << input.seq_len
             << ", persistence threshold " << with_commas(input.zero.param_persistence_threshold_numel)
             << " elements\n\n";
-  std::printf("%-64s %-28s %15s %10s %12s\n", "module", "class", "direct numel", "persistent",
-              "fwd FLOPs");
+  int name_width = 6;
+  for (const auto& module : model.modules) {
+    name_width = std::max(name_width, 2 * module.depth + static_cast<int>(relative_name(model, module).size()));
+  }
+  std::printf("%-*s %-28s %15s %10s %12s\n", name_width, "module", "class", "direct numel",
+              "persistent", "fwd FLOPs");
   std::int64_t persistent_numel = 0;
   for (std::size_t p = 0; p < model.params.size(); ++p) {
     if (persistent[p]) persistent_numel += model.params[p].numel;
@@ -118,8 +133,7 @@ int describe(const DescribeOptions& options) {
   for (std::size_t m = 0; m < model.modules.size(); ++m) {
     const core::ModuleSpec& module = model.modules[m];
     std::string label(static_cast<std::size_t>(2 * module.depth), ' ');
-    label += module.name.empty() ? "(root)" : module.name.substr(module.name.rfind('.') + 1);
-    if (module.name.empty()) label = "(root)";
+    label += relative_name(model, module);
     // A module's own parameters are persistent when all of them are; "-" when it has none.
     std::string persistent_text = "-";
     if (!module.param_ids.empty()) {
@@ -127,7 +141,7 @@ int describe(const DescribeOptions& options) {
       for (int id : module.param_ids) all = all && persistent[static_cast<std::size_t>(id)];
       persistent_text = all ? "yes" : "no";
     }
-    std::printf("%-64s %-28s %15s %10s %12s\n", label.c_str(), module.class_name.c_str(),
+    std::printf("%-*s %-28s %15s %10s %12s\n", name_width, label.c_str(), module.class_name.c_str(),
                 with_commas(model.direct_numel(static_cast<int>(m))).c_str(),
                 persistent_text.c_str(),
                 flops_text(module.forward_flops.at(input.micro_batch, input.seq_len)).c_str());

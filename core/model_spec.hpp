@@ -63,6 +63,7 @@ struct ModelSpec {
   std::int64_t num_kv_heads = 0;       // == num_heads unless grouped-query attention
   std::int64_t intermediate_size = 0;  // MLP width
   std::int64_t vocab_size = 0;
+  std::int64_t max_positions = 0;      // longest sequence the model accepts
   bool causal = true;
   std::vector<ModuleSpec> modules;  // pre-order == execution order of forward pre-hooks
   std::vector<ParamSpec> params;    // index == ds_id

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "closest_match.hpp"
+#include "hardware_profile.hpp"
 #include "model_config.hpp"
 #include "yaml_overrides.hpp"
 
@@ -27,8 +28,8 @@ std::vector<std::string> yaml_stems(const std::filesystem::path& dir) {
   return names;
 }
 
-TrainingConfig load_training(const YamlSection& section, const ModelSpec& model,
-                             std::int64_t max_positions) {
+TrainingConfig load_training(const YamlSection& section, std::int64_t max_positions) {
+  section.allow_only({"micro_batch", "seq_len", "dtype", "iterations", "warmup_iterations", "grad_accum"});
   TrainingConfig training;
   training.micro_batch = section.require_int("micro_batch", 1, kMaxInt32);
   training.seq_len = section.require_int("seq_len", 1, max_positions);
@@ -38,12 +39,12 @@ TrainingConfig load_training(const YamlSection& section, const ModelSpec& model,
   training.warmup_iterations = section.get_int("warmup_iterations", training.warmup_iterations, 0,
                                                training.iterations - 1);
   training.grad_accum = section.get_int("grad_accum", training.grad_accum, 1, kMaxInt32);
-  (void)model;
   section.finish();
   return training;
 }
 
 ClusterConfig load_cluster(const YamlSection& section, const BundledData& bundled) {
+  section.allow_only({"hardware", "nodes", "gpus_per_node"});
   ClusterConfig cluster;
   cluster.hardware_ref = section.require_string("hardware");
   cluster.hardware = load_hardware_profile(
@@ -58,6 +59,39 @@ ClusterConfig load_cluster(const YamlSection& section, const BundledData& bundle
   }
   section.finish();
   return cluster;
+}
+
+// DeepSpeed's own switch (zero.stage3_adaptive_prefetch_bucket_size, PR #8431) selects the
+// fixed controller, ema_threshold, with zero's min/max; a `controller:` section that says
+// otherwise is a contradiction, not a silent override.
+void reconcile_adaptive_keys(const YamlSection& top, const YamlSection& controller_section,
+                             const ZeroConfig& zero, ControllerConfig& controller) {
+  if (!zero.adaptive_prefetch_bucket) return;
+  if (!top.has("controller")) {
+    controller.policy = ControllerPolicy::kEmaThreshold;
+    controller.min_bucket_numel = zero.adaptive_prefetch_min_numel;
+    controller.max_bucket_numel = zero.adaptive_prefetch_max_numel;
+    return;
+  }
+  const std::string why = " contradicts zero.stage3_adaptive_prefetch_bucket_size: true";
+  if (controller.policy != ControllerPolicy::kEmaThreshold) {
+    controller_section.fail("policy", std::string("'") + controller_policy_name(controller.policy) + "'" + why,
+                            "policy: ema_threshold (what DeepSpeed's switch selects), or drop the zero switch");
+  }
+  auto check_bound = [&](std::string_view key, std::int64_t& value, std::int64_t zero_value,
+                         const char* zero_key) {
+    if (!controller_section.has(key)) {
+      value = zero_value;
+    } else if (value != zero_value) {
+      controller_section.fail(key, std::to_string(value) + why + " with " + zero_key + " = " +
+                                       std::to_string(zero_value),
+                              "the same value in both places, or only one of them");
+    }
+  };
+  check_bound("min_bucket_numel", controller.min_bucket_numel, zero.adaptive_prefetch_min_numel,
+              "stage3_adaptive_prefetch_min_size");
+  check_bound("max_bucket_numel", controller.max_bucket_numel, zero.adaptive_prefetch_max_numel,
+              "stage3_adaptive_prefetch_max_size");
 }
 
 }  // namespace
@@ -98,6 +132,7 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   for (const auto& assignment : overrides) apply_override(root, assignment, *source);
   const YamlSection top = YamlSection::from_node(root, source);
 
+  top.allow_only({"model", "training", "cluster", "zero", "controller", "noise", "output"});
   Scenario scenario;
   scenario.file = file;
   scenario.name = file.stem().string();
@@ -109,8 +144,7 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   const DType dtype = training_section.get_enum<DType>(
       "dtype", DType::kBF16, {{"bf16", DType::kBF16}, {"fp16", DType::kFP16}, {"fp32", DType::kFP32}});
   scenario.model = load_model_file(model_path, dtype);
-  const ModelConfig model_config = load_model_config(YamlSection::load_file(model_path.string()));
-  scenario.training = load_training(training_section, scenario.model, model_config.max_positions);
+  scenario.training = load_training(training_section, scenario.model.max_positions);
 
   if (!top.has("cluster")) top.fail("cluster", "is missing", "a cluster section with `hardware:`");
   scenario.cluster = load_cluster(top.section("cluster"), bundled);
@@ -121,7 +155,9 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   scenario.zero = load_zero_config(top.section("zero"), facts,
                                    std::filesystem::path(source->file).parent_path(),
                                    &scenario.notes);
-  scenario.controller = load_controller_config(top.section("controller"));
+  const YamlSection controller_section = top.section("controller");
+  scenario.controller = load_controller_config(controller_section);
+  reconcile_adaptive_keys(top, controller_section, scenario.zero, scenario.controller);
 
   const YamlSection noise = top.section("noise");
   scenario.noise.seed = static_cast<std::uint64_t>(

@@ -248,14 +248,25 @@ std::vector<std::string> YamlSection::keys() const {
   return out;
 }
 
+void YamlSection::allow_only(std::initializer_list<std::string_view> keys) const {
+  for (const auto key : keys) mark_known(key);
+  finish();
+}
+
 void YamlSection::finish() const {
   std::vector<std::string> known(known_.begin(), known_.end());
   for (const auto& [key, line] : key_lines_) {
     if (known_.count(key)) continue;
-    std::string accepted;
-    for (const auto& name : known) accepted += (accepted.empty() ? "" : ", ") + name;
-    throw InputError(location(key), dotted(key), "is not a known key",
-                     known.empty() ? "no keys in this section" : "one of: " + accepted,
+    // Short vocabularies are listed in full; long ones (zero: has ~60 keys) only suggest.
+    constexpr std::size_t kMaxListed = 12;
+    std::string expected = "no keys in this section";
+    if (!known.empty() && known.size() <= kMaxListed) {
+      expected = "one of: ";
+      for (std::size_t i = 0; i < known.size(); ++i) expected += (i ? ", " : "") + known[i];
+    } else if (!known.empty()) {
+      expected = "one of the " + std::to_string(known.size()) + " keys this section accepts";
+    }
+    throw InputError(location(key), dotted(key), "is not a known key", expected,
                      closest_match(key, known));
   }
 }

@@ -101,6 +101,9 @@ class YamlSection {
 
   // Every key present but never asked for is an error (with the closest known key).
   void finish() const;
+  // Declares the section's whole vocabulary up front and rejects anything else at once, so a
+  // misspelt key is reported as such rather than as "required key missing".
+  void allow_only(std::initializer_list<std::string_view> keys) const;
 
   // Keys present in this map, in file order.
   std::vector<std::string> keys() const;

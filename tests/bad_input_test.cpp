@@ -112,6 +112,119 @@ std::vector<BadInputCase> scenario_cases() {
   };
 }
 
+// Short test names in ctest output instead of a hex dump of the struct.
+void PrintTo(const BadInputCase& c, std::ostream* os) { *os << c.name; }
+
+// A valid GPT-2 small model file with one line replaced (1-based line numbers).
+std::string model_file(const std::map<int, std::string>& replace) {
+  const std::vector<std::string> lines{"architecture: gpt2", "head: lm", "hidden_size: 768",
+                                       "num_layers: 12", "num_heads: 12", "vocab_size: 50257",
+                                       "max_positions: 1024", "tie_embeddings: true"};
+  std::string text;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    auto it = replace.find(static_cast<int>(i + 1));
+    text += (it == replace.end() ? lines[i] : it->second) + "\n";
+  }
+  return text;
+}
+
+// A valid 2-GPU PCIe hardware profile with one line replaced.
+std::string hardware_file(const std::map<int, std::string>& replace) {
+  const std::vector<std::string> lines{
+      "name: two-gpus",                 // 1
+      "gpu:",                           // 2
+      "  model: test GPU",              // 3
+      "  memory: 20GiB",                // 4
+      "  bf16_dense_tflops: 107",       // 5
+      "  memory_bandwidth_gb_per_s: 360",  // 6
+      "  sm_count: 48",                 // 7
+      "gpus_per_node: 2",               // 8
+      "intra_node_link:",               // 9
+      "  kind: pcie",                   // 10
+      "  pcie_generation: 4",           // 11
+      "  pcie_lanes: 16",               // 12
+      "  peer_to_peer: true",           // 13
+      "host_link:",                     // 14
+      "  pcie_generation: 4",           // 15
+      "  pcie_lanes: 16",               // 16
+  };
+  std::string text;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    auto it = replace.find(static_cast<int>(i + 1));
+    text += (it == replace.end() ? lines[i] : it->second) + "\n";
+  }
+  return text;
+}
+
+// A ds_config.json (HF style) with one line replaced; the scenario points at it.
+std::string ds_config(const std::map<int, std::string>& replace) {
+  const std::vector<std::string> lines{
+      "{",                                                  // 1
+      "  \"train_micro_batch_size_per_gpu\": \"auto\",",     // 2
+      "  \"gradient_accumulation_steps\": \"auto\",",        // 3
+      "  \"bf16\": {\"enabled\": \"auto\"},",                 // 4
+      "  \"zero_optimization\": {",                         // 5
+      "    \"stage\": 3,",                                   // 6
+      "    \"stage3_prefetch_bucket_size\": \"auto\"",        // 7
+      "  }",                                                // 8
+      "}",                                                  // 9
+  };
+  std::string text;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    auto it = replace.find(static_cast<int>(i + 1));
+    text += (it == replace.end() ? lines[i] : it->second) + "\n";
+  }
+  return text;
+}
+
+std::vector<BadInputCase> file_cases() {
+  const std::string with_model = scenario({{1, "model: ./model.yaml"}});
+  const std::string with_hardware = scenario({{9, "  hardware: ./hw.yaml"}, {10, "  gpus_per_node: 2"}});
+  const std::string with_ds_config = scenario({{12, "  ds_config: ds_config.json"}});
+  return {
+      {"model_unknown_key", {{"scenario.yaml", with_model}, {"model.yaml", model_file({{3, "hiden_size: 768"}})}},
+       "", "model.yaml:3", "hiden_size", "hidden_size"},
+      {"model_heads_do_not_divide", {{"scenario.yaml", with_model}, {"model.yaml", model_file({{5, "num_heads: 7"}})}},
+       "", "model.yaml:5", "num_heads", ""},
+      {"model_zero_layers", {{"scenario.yaml", with_model}, {"model.yaml", model_file({{4, "num_layers: 0"}})}},
+       "", "model.yaml:4", "num_layers", ""},
+      {"model_unknown_architecture",
+       {{"scenario.yaml", with_model}, {"model.yaml", model_file({{1, "architecture: lama"}})}}, "",
+       "model.yaml:1", "architecture", "llama"},
+      {"hardware_negative_bandwidth",
+       {{"scenario.yaml", with_hardware}, {"hw.yaml", hardware_file({{6, "  memory_bandwidth_gb_per_s: -1"}})}},
+       "", "hw.yaml:6", "gpu.memory_bandwidth_gb_per_s", ""},
+      {"hardware_unknown_link_kind",
+       {{"scenario.yaml", with_hardware}, {"hw.yaml", hardware_file({{10, "  kind: pcei"}})}}, "",
+       "hw.yaml:10", "intra_node_link.kind", "pcie"},
+      {"hardware_nvlink_key_on_pcie",
+       {{"scenario.yaml", with_hardware}, {"hw.yaml", hardware_file({{13, "  nvswitch: true"}})}}, "",
+       "hw.yaml:13", "intra_node_link.nvswitch", ""},
+      {"hardware_bad_pcie_generation",
+       {{"scenario.yaml", with_hardware}, {"hw.yaml", hardware_file({{11, "  pcie_generation: 9"}})}}, "",
+       "hw.yaml:11", "intra_node_link.pcie_generation", ""},
+      {"ds_config_missing_file", {{"scenario.yaml", with_ds_config}}, "", "scenario.yaml:12",
+       "zero.ds_config", ""},
+      {"ds_config_unknown_top_level_key",
+       {{"scenario.yaml", with_ds_config},
+        {"ds_config.json", ds_config({{3, "  \"gradient_acumulation_steps\": \"auto\","}})}},
+       "", "ds_config.json:3", "gradient_acumulation_steps", "gradient_accumulation_steps"},
+      {"ds_config_micro_batch_contradicts_training",
+       {{"scenario.yaml", with_ds_config},
+        {"ds_config.json", ds_config({{2, "  \"train_micro_batch_size_per_gpu\": 4,"}})}},
+       "", "ds_config.json:2", "train_micro_batch_size_per_gpu", ""},
+      {"ds_config_bf16_disabled_for_bf16_training",
+       {{"scenario.yaml", with_ds_config}, {"ds_config.json", ds_config({{4, "  \"bf16\": {\"enabled\": false},"}})}},
+       "", "ds_config.json:4", "bf16.enabled", ""},
+      {"ds_config_stage_two",
+       {{"scenario.yaml", with_ds_config}, {"ds_config.json", ds_config({{6, "    \"stage\": 2,"}})}}, "",
+       "ds_config.json:6", "zero_optimization.stage", ""},
+      {"ds_config_malformed_json",
+       {{"scenario.yaml", with_ds_config}, {"ds_config.json", ds_config({{7, "    \"stage3_prefetch_bucket_size\" \"auto\""}})}},
+       "", "ds_config.json:", "", ""},
+  };
+}
+
 class BadInput : public ::testing::TestWithParam<BadInputCase> {};
 
 TEST_P(BadInput, ExitsWithCode2AndNamesFileLineKey) {
@@ -138,5 +251,6 @@ TEST_P(BadInput, ExitsWithCode2AndNamesFileLineKey) {
 std::string case_name(const ::testing::TestParamInfo<BadInputCase>& info) { return info.param.name; }
 
 INSTANTIATE_TEST_SUITE_P(Scenario, BadInput, ::testing::ValuesIn(scenario_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(ReferencedFiles, BadInput, ::testing::ValuesIn(file_cases()), case_name);
 
 }  // namespace

@@ -1,0 +1,36 @@
+#include "event_engine.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace prefetchlab::sim {
+
+void EventEngine::schedule_at(TimeNs time_ns, EventHandler& handler, std::int64_t tag) {
+  // An event in the past would break causality; it is always a simulator bug.
+  if (time_ns < now_ns_) {
+    throw std::logic_error("event scheduled in the past: " + std::to_string(time_ns) + " < " +
+                           std::to_string(now_ns_));
+  }
+  heap_.push_back(Event{time_ns, next_seq_++, &handler, tag});
+  std::push_heap(heap_.begin(), heap_.end(), later);
+}
+
+bool EventEngine::run_one() {
+  if (heap_.empty()) return false;
+  std::pop_heap(heap_.begin(), heap_.end(), later);
+  const Event event = heap_.back();
+  heap_.pop_back();
+  now_ns_ = event.time_ns;
+  ++processed_;
+  event.handler->on_event(event.tag);
+  return true;
+}
+
+void EventEngine::run() {
+  stopped_ = false;
+  while (!stopped_ && run_one()) {
+  }
+}
+
+}  // namespace prefetchlab::sim
