@@ -2,6 +2,8 @@
 // and per-layer numbers are those of research hardware-and-allocator.md §6.
 #include <gtest/gtest.h>
 
+#include "published_counts.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -85,36 +87,18 @@ std::int64_t linear_flops_per_token(const pc::ModelSpec& spec, const std::string
   return total;
 }
 
-const std::map<std::string, std::int64_t> kPublishedTotals = {
-    {"gpt2-small", 124'439'808},
-    {"gpt2-medium", 354'823'168},
-    {"gpt2-large", 774'030'080},
-    {"gpt2-xl", 1'557'611'200},
-    {"bert-base", 109'482'240},
-    {"bert-large", 335'141'888},
-    // BertModel without pooler (h*h + h) plus qa_outputs Linear(h, 2) (2h + 2).
-    {"bert-base-qa", 109'482'240 - (768 * 768 + 768) + (2 * 768 + 2)},
-    {"bert-large-qa", 335'141'888 - (1024 * 1024 + 1024) + (2 * 1024 + 2)},
-    {"llama-2-7b", 6'738'415'616},
-    {"llama-2-13b", 13'015'864'320},
-    {"llama-2-70b", 68'976'648'192},
-    {"llama-3-8b", 8'030'261'248},
-    {"llama-3-70b", 70'553'706'496},
-    // 2 * (q 256*256 + k,v 2*256*128 + o 256*256 + 3 * 256*688 + 2 * 256) + 2 * 4096*256 + 256
-    {"tiny-llama", 2 * (65'536 + 65'536 + 65'536 + 3 * 176'128 + 512) + 2 * 1'048'576 + 256},
-};
 
 }  // namespace
 
 TEST(ModelBuilder, EveryBundledModelMatchesItsPublishedParameterCount) {
   const auto names = pc::bundled_model_names(kModelsDir);
-  ASSERT_EQ(names.size(), kPublishedTotals.size());
+  ASSERT_EQ(names.size(), prefetchlab::testing::kPublishedTotals.size());
   for (const auto& name : names) {
     SCOPED_TRACE(name);
-    ASSERT_TRUE(kPublishedTotals.count(name)) << "add the published total for " << name;
+    ASSERT_TRUE(prefetchlab::testing::kPublishedTotals.count(name)) << "add the published total for " << name;
     const pc::ModelSpec spec = bundled(name);
     EXPECT_EQ(spec.name, name);
-    EXPECT_EQ(spec.total_numel(), kPublishedTotals.at(name));
+    EXPECT_EQ(spec.total_numel(), prefetchlab::testing::kPublishedTotals.at(name));
   }
 }
 

@@ -1,0 +1,29 @@
+#pragma once
+// Published parameter counts (research hardware-and-allocator.md §6), the reference every
+// bundled model must reproduce, from the model builder and through `prefetchlab describe`.
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace prefetchlab::testing {
+
+inline const std::map<std::string, std::int64_t> kPublishedTotals = {
+    {"gpt2-small", 124'439'808},
+    {"gpt2-medium", 354'823'168},
+    {"gpt2-large", 774'030'080},
+    {"gpt2-xl", 1'557'611'200},
+    {"bert-base", 109'482'240},
+    {"bert-large", 335'141'888},
+    // BertModel without pooler (h*h + h) plus qa_outputs Linear(h, 2) (2h + 2).
+    {"bert-base-qa", 109'482'240 - (768 * 768 + 768) + (2 * 768 + 2)},
+    {"bert-large-qa", 335'141'888 - (1024 * 1024 + 1024) + (2 * 1024 + 2)},
+    {"llama-2-7b", 6'738'415'616},
+    {"llama-2-13b", 13'015'864'320},
+    {"llama-2-70b", 68'976'648'192},
+    {"llama-3-8b", 8'030'261'248},
+    {"llama-3-70b", 70'553'706'496},
+    // 2 * (q 256*256 + k,v 2*256*128 + o 256*256 + 3 * 256*688 + 2 * 256) + 2 * 4096*256 + 256
+    {"tiny-llama", 2 * (65'536 + 65'536 + 65'536 + 3 * 176'128 + 512) + 2 * 1'048'576 + 256},
+};
+
+}  // namespace prefetchlab::testing
