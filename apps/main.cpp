@@ -4,6 +4,7 @@
 
 #include "command_context.hpp"
 #include "describe_command.hpp"
+#include "run_command.hpp"
 #include "prefetchlab/version.hpp"
 
 int main(int argc, char** argv) {
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = kExitOk;
   add_describe_command(app, &exit_code);
+  add_run_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -94,6 +94,42 @@ void reconcile_adaptive_keys(const YamlSection& top, const YamlSection& controll
               "stage3_adaptive_prefetch_max_size");
 }
 
+// divergence: a list of {iteration: N, skip: [module names]}.
+std::vector<DivergenceConfig> load_divergence(const YamlSection& top, const ModelSpec& model,
+                                              std::int64_t iterations) {
+  std::vector<DivergenceConfig> out;
+  const YAML::Node list = top.raw("divergence");
+  if (!list) return out;
+  const std::string expected = "a list of {iteration: N, skip: [module names]}";
+  if (!list.IsSequence()) top.fail("divergence", "is not a list", expected);
+  std::vector<std::string> names;
+  for (const auto& module : model.modules) names.push_back(module.name);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const YamlSection entry(list[i], top.source(), "divergence[" + std::to_string(i) + "]",
+                            list[i].Mark().line + 1);
+    entry.allow_only({"iteration", "skip"});
+    DivergenceConfig divergence;
+    divergence.iteration = entry.require_int("iteration", 1, iterations);
+    const YAML::Node skip = entry.raw("skip");
+    if (!skip || !skip.IsSequence() || skip.size() == 0) {
+      entry.fail("skip", "is missing or not a non-empty list", "a list of module names, e.g. [model.layers.3]");
+    }
+    for (const auto& item : skip) {
+      const std::string name = item.IsScalar() ? item.Scalar() : "";
+      const auto found = std::find(names.begin(), names.end(), name);
+      if (name.empty() || found == names.end() || found == names.begin()) {
+        throw InputError({top.source()->file, item.Mark().line + 1}, entry.dotted("skip"),
+                         "'" + name + "' is not a module of " + model.name + " that can be skipped",
+                         "a fully qualified module name, e.g. model.layers.3 (not the root)",
+                         closest_match(name, names));
+      }
+      divergence.skipped_modules.push_back(static_cast<int>(found - names.begin()));
+    }
+    out.push_back(std::move(divergence));
+  }
+  return out;
+}
+
 }  // namespace
 
 BundledData BundledData::from_root(const std::filesystem::path& root) {
@@ -132,7 +168,7 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   for (const auto& assignment : overrides) apply_override(root, assignment, *source);
   const YamlSection top = YamlSection::from_node(root, source);
 
-  top.allow_only({"model", "training", "cluster", "zero", "controller", "noise", "output"});
+  top.allow_only({"model", "training", "cluster", "zero", "controller", "noise", "output", "divergence"});
   Scenario scenario;
   scenario.file = file;
   scenario.name = file.stem().string();
@@ -167,10 +203,9 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   const YamlSection output = top.section("output");
   scenario.output.dir = output.get_string("dir", "out/" + scenario.name);
   scenario.output.trace = output.get_bool("trace", scenario.output.trace);
-  scenario.output.memory_timeline =
-      output.get_bool("memory_timeline", scenario.output.memory_timeline);
   output.finish();
 
+  scenario.divergence = load_divergence(top, scenario.model, scenario.training.iterations);
   top.finish();
   return scenario;
 }

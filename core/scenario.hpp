@@ -7,6 +7,7 @@
 //   controller: the prefetch-bucket policy (omitted = static)
 //   noise:      seed
 //   output:     where and what to write
+//   divergence: iterations on which some modules do not run (trace invalidation)
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -43,7 +44,14 @@ struct NoiseConfig {
 struct OutputConfig {
   std::filesystem::path dir;  // default out/<scenario name>; `-o` overrides
   bool trace = true;          // trace.json (Chrome trace events)
-  bool memory_timeline = true;  // memory.csv
+};
+
+// Data-dependent control flow (an early exit, a routed expert not taken): on `iteration` the
+// listed modules (with their subtrees) do not run, so the recorded module order diverges and
+// DeepSpeed's trace is invalidated and re-recorded (research deepspeed-zero3.md §1.4).
+struct DivergenceConfig {
+  std::int64_t iteration = 0;
+  std::vector<int> skipped_modules;  // indices into ModelSpec::modules
 };
 
 struct Scenario {
@@ -57,6 +65,7 @@ struct Scenario {
   ControllerConfig controller;
   NoiseConfig noise;
   OutputConfig output;
+  std::vector<DivergenceConfig> divergence;
   std::vector<std::string> notes;  // accepted inputs that have no effect, said out loud
 };
 

@@ -1,0 +1,110 @@
+#include "run_command.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "command_context.hpp"
+#include "core/json_file.hpp"
+#include "core/metrics_csv.hpp"
+#include "core/scenario.hpp"
+#include "core/scenario_json.hpp"
+#include "core/summary_json.hpp"
+#include "sim/trace_json.hpp"
+#include "sim/world.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+struct RunOptions {
+  std::string scenario;
+  std::string output_dir;
+  std::vector<std::string> overrides;
+};
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+std::string ms(std::int64_t ns) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3f ms", static_cast<double>(ns) / 1e6);
+  return buffer;
+}
+
+std::string mib(std::int64_t bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buffer;
+}
+
+void print_summary(const core::Scenario& scenario, const core::SummaryStats& stats,
+                   const sim::WorldResult& result, const std::filesystem::path& dir) {
+  std::cout << scenario.name << ": " << scenario.model.name << " on " << scenario.cluster.world_size() << "x "
+            << scenario.cluster.hardware.name << ", micro_batch " << scenario.training.micro_batch << ", seq_len "
+            << scenario.training.seq_len << ", prefetch bucket " << scenario.zero.prefetch_bucket_numel << "\n";
+  for (const auto& note : scenario.notes) std::cout << "note: " << note << "\n";
+  std::cout << "status:              " << core::run_status_name(result.status);
+  if (!result.message.empty()) std::cout << " (" << result.message << ")";
+  std::cout << "\niterations:          " << stats.iterations << " (" << stats.steady_iterations
+            << " steady" << (stats.steady_from_all_iterations ? ", no warm-up excluded" : "") << ")\n"
+            << "steady step time:    " << ms(stats.steady_step_time_ns) << "\n";
+  std::printf("samples/s:           %.2f\n", stats.samples_per_second);
+  std::printf("TFLOPS/GPU:          %.1f\n", stats.tflops_per_gpu);
+  std::cout << "exposed comm:        " << ms(stats.mean_exposed_comm_ns) << " per iteration\n"
+            << "stall forward:       " << ms(stats.mean_forward_stall_ns) << " per iteration\n"
+            << "stall backward:      " << ms(stats.mean_backward_stall_ns) << " per iteration\n"
+            << "peak gathered params: " << mib(stats.peak_gathered_param_bytes) << "\n"
+            << "events simulated:    " << result.events_processed << "\n"
+            << "outputs in:          " << dir.string() << "\n";
+}
+
+int run(const RunOptions& options) {
+  const core::Scenario scenario = core::load_scenario(options.scenario, options.overrides, bundled_data());
+  const std::filesystem::path dir = options.output_dir.empty() ? scenario.output.dir : options.output_dir;
+  std::filesystem::create_directories(dir);
+
+  // Row files are appended and flushed as each iteration finishes.
+  core::IterationsCsv iterations_csv(dir / "iterations.csv");
+  core::SamplesCsv samples_csv(dir / "samples.csv", {"host_wait_ns", "host_interval_ns"});
+  core::BucketsCsv buckets_csv(dir / "buckets.csv");
+  sim::IterationSink sink;
+  sink.on_iteration = [&](const core::IterationRecord& record, std::span<const core::TimingSample> samples,
+                          std::span<const core::BucketRecord> buckets) {
+    samples_csv.append(samples);
+    buckets_csv.append(buckets);
+    iterations_csv.append(record);
+  };
+
+  sim::World world(scenario, scenario.output.trace);
+  g_interrupted.store(false);
+  const auto previous = std::signal(SIGINT, on_sigint);
+  sim::WorldResult result = world.run(sink, &g_interrupted);
+  std::signal(SIGINT, previous);
+
+  const core::SummaryStats stats =
+      core::summarize(result.metrics, static_cast<int>(scenario.training.warmup_iterations));
+  core::write_json_atomically(dir / "summary.json",
+                              core::summary_to_json(stats, result.status, core::scenario_to_json(scenario),
+                                                    result.message));
+  if (scenario.output.trace) sim::write_trace_json(dir / "trace.json", world);
+  print_summary(scenario, stats, result, dir);
+  return core::run_status_exit_code(result.status);
+}
+
+}  // namespace
+
+CLI::App* add_run_command(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* command = app.add_subcommand("run", "Simulate a scenario and write summary, CSVs and trace");
+  command->add_option("scenario", options->scenario, "scenario YAML")->required();
+  command->add_option("-o,--output", options->output_dir, "output folder (default: the scenario's output.dir)");
+  command->add_option("--set", options->overrides, "override a scenario key: key.path=value");
+  command->callback([options, exit_code] { *exit_code = run_guarded([&] { return run(*options); }); });
+  return command;
+}
+
+}  // namespace prefetchlab::apps

@@ -1,0 +1,52 @@
+#include "scenario_json.hpp"
+
+namespace prefetchlab::core {
+
+nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
+  nlohmann::ordered_json out;
+  out["name"] = scenario.name;
+  out["model"] = {{"ref", scenario.model_ref},
+                  {"name", scenario.model.name},
+                  {"architecture", scenario.model.architecture},
+                  {"total_numel", scenario.model.total_numel()}};
+  const TrainingConfig& t = scenario.training;
+  out["training"] = {{"micro_batch", t.micro_batch}, {"seq_len", t.seq_len},
+                     {"dtype", dtype_name(t.dtype)}, {"iterations", t.iterations},
+                     {"warmup_iterations", t.warmup_iterations}, {"grad_accum", t.grad_accum}};
+  out["cluster"] = {{"hardware", scenario.cluster.hardware_ref},
+                    {"hardware_name", scenario.cluster.hardware.name},
+                    {"nodes", scenario.cluster.nodes},
+                    {"gpus_per_node", scenario.cluster.gpus_per_node},
+                    {"world_size", scenario.cluster.world_size()}};
+  out["zero"] = zero_config_to_json(scenario.zero);
+  const ControllerConfig& c = scenario.controller;
+  nlohmann::ordered_json controller = {{"policy", controller_policy_name(c.policy)}};
+  if (c.policy != ControllerPolicy::kStatic) {
+    controller["ema_alpha"] = c.ema_alpha;
+    controller["grow_threshold"] = c.grow_threshold;
+    controller["shrink_threshold"] = c.shrink_threshold;
+    controller["grow_factor"] = c.grow_factor;
+    controller["shrink_factor"] = c.shrink_factor;
+    controller["update_interval"] = c.update_interval;
+    controller["min_bucket_numel"] = c.min_bucket_numel;
+    controller["max_bucket_numel"] = c.max_bucket_numel;
+    controller["agreement"] = agreement_name(c.agreement);
+    controller["timing"] = timing_source_name(c.timing);
+    controller["sample_during_record"] = c.sample_during_record;
+    controller["clamp_initial"] = c.clamp_initial;
+  }
+  out["controller"] = controller;
+  out["noise"] = {{"seed", scenario.noise.seed}};
+  out["output"] = {{"dir", scenario.output.dir.string()}, {"trace", scenario.output.trace}};
+  nlohmann::ordered_json divergence = nlohmann::ordered_json::array();
+  for (const auto& d : scenario.divergence) {
+    nlohmann::ordered_json skip = nlohmann::ordered_json::array();
+    for (const int m : d.skipped_modules) skip.push_back(scenario.model.modules[static_cast<std::size_t>(m)].name);
+    divergence.push_back({{"iteration", d.iteration}, {"skip", skip}});
+  }
+  out["divergence"] = divergence;
+  out["notes"] = scenario.notes;
+  return out;
+}
+
+}  // namespace prefetchlab::core

@@ -1,0 +1,80 @@
+#include "communicator.hpp"
+
+#include <stdexcept>
+
+namespace prefetchlab::sim {
+
+Communicator::Communicator(EventEngine& engine, const CollectiveCostModel& cost_model, int ranks,
+                           int nodes, DoneCallback on_done)
+    : engine_(engine),
+      cost_model_(cost_model),
+      ranks_(ranks),
+      nodes_(nodes),
+      on_done_(std::move(on_done)),
+      issued_(static_cast<std::size_t>(ranks)) {}
+
+std::int64_t Communicator::issue(int rank, const CollectiveCall& call) {
+  auto& calls = issued_[static_cast<std::size_t>(rank)];
+  calls.push_back(call);
+  return static_cast<std::int64_t>(calls.size() - 1);
+}
+
+const CollectiveCall& Communicator::call(int rank, std::int64_t seq) const {
+  return issued_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(seq)];
+}
+
+Communicator::Slot& Communicator::slot(std::int64_t seq) {
+  while (static_cast<std::int64_t>(slots_.size()) <= seq) {
+    slots_.push_back(Slot{std::vector<Stream*>(static_cast<std::size_t>(ranks_), nullptr), 0, 0});
+  }
+  return slots_[static_cast<std::size_t>(seq)];
+}
+
+void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
+  Slot& s = slot(seq);
+  if (s.arrived[static_cast<std::size_t>(rank)]) throw std::logic_error("rank arrived twice at a collective");
+  s.arrived[static_cast<std::size_t>(rank)] = &stream;
+  if (++s.arrivals < ranks_) return;
+
+  // Everyone is here: the calls must be the same collective, or real NCCL would hang (or
+  // corrupt memory) — stop the world and say where.
+  const CollectiveCall& reference = call(0, seq);
+  for (int r = 1; r < ranks_; ++r) {
+    const CollectiveCall& other = call(r, seq);
+    if (other.kind != reference.kind || other.bytes != reference.bytes) {
+      CollectiveMismatch m;
+      m.seq = seq;
+      for (int q = 0; q < ranks_; ++q) {
+        m.ranks.push_back(q);
+        m.calls.push_back(call(q, seq));
+      }
+      mismatch_ = std::move(m);
+      engine_.stop();
+      return;
+    }
+  }
+  s.start_ns = engine_.now_ns();
+  const TimeNs duration = cost_model_.duration_ns({reference.kind, reference.bytes, ranks_, nodes_});
+  engine_.schedule_after(duration, *this, seq);
+}
+
+void Communicator::on_event(std::int64_t seq) {
+  Slot& s = slot(seq);
+  on_done_(seq, call(0, seq), s.start_ns, engine_.now_ns());
+  for (Stream* stream : s.arrived) stream->collective_done();
+}
+
+std::vector<int> Communicator::ranks_waiting() const {
+  std::vector<int> waiting;
+  for (std::size_t seq = 0; seq < slots_.size(); ++seq) {
+    const Slot& s = slots_[seq];
+    if (s.arrivals == 0 || s.arrivals == ranks_) continue;
+    for (int r = 0; r < ranks_; ++r) {
+      if (s.arrived[static_cast<std::size_t>(r)]) waiting.push_back(r);
+    }
+    break;
+  }
+  return waiting;
+}
+
+}  // namespace prefetchlab::sim

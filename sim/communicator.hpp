@@ -1,0 +1,75 @@
+#pragma once
+// One NCCL communicator over a group of ranks. Collectives on a communicator run in host issue
+// order on every rank (ProcessGroupNCCL uses one internal stream per communicator; research
+// deepspeed-zero3.md §1.7), and a collective starts only when every rank has reached it. Ranks
+// that reach different collectives (kind or size) are a *collective mismatch*: the hang a real
+// job would suffer, reported with where it happened.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/collective_cost_model.hpp"
+#include "sim/device_stream.hpp"
+#include "sim/event_engine.hpp"
+
+namespace prefetchlab::sim {
+
+// What one rank asked for; ranks must agree on `kind` and `bytes`.
+struct CollectiveCall {
+  CollectiveKind kind = CollectiveKind::kAllGather;
+  std::int64_t bytes = 0;  // nccl-tests size: the whole gathered / reduced buffer
+  std::int64_t numel = 0;  // unpadded elements (trace)
+  std::int32_t iteration = 0;
+  std::int32_t label = -1;  // interned "kind" of the call (on_demand, prefetch, grad_bucket, …)
+  std::int32_t issued_by = -1;  // module index whose hook issued it (-1: none)
+  std::int32_t phase = 0;       // core::Phase as int
+  std::vector<int> param_ids;   // what is gathered / reduced (trace only; not compared)
+};
+
+struct CollectiveMismatch {
+  std::int64_t seq = 0;  // position in the communicator's issue order
+  std::vector<int> ranks;
+  std::vector<CollectiveCall> calls;  // per rank in `ranks`
+};
+
+class Communicator final : public EventHandler {
+ public:
+  // `on_done(seq, start_ns, end_ns)` reports each finished collective once (for traces/metrics).
+  using DoneCallback = std::function<void(std::int64_t seq, const CollectiveCall& call,
+                                          TimeNs start_ns, TimeNs end_ns)>;
+  Communicator(EventEngine& engine, const CollectiveCostModel& cost_model, int ranks, int nodes,
+               DoneCallback on_done);
+
+  // Rank `rank` issues its next collective (host time); returns the call's sequence number.
+  std::int64_t issue(int rank, const CollectiveCall& call);
+  const CollectiveCall& call(int rank, std::int64_t seq) const;
+  // The rank's NCCL stream reached call `seq`.
+  void arrive(int rank, std::int64_t seq, Stream& stream);
+
+  const std::optional<CollectiveMismatch>& mismatch() const { return mismatch_; }
+  // Calls some rank issued that not every rank has reached (a hang if the run stops there).
+  std::vector<int> ranks_waiting() const;
+
+  void on_event(std::int64_t tag) override;
+
+ private:
+  struct Slot {
+    std::vector<Stream*> arrived;  // per rank; null until it arrives
+    int arrivals = 0;
+    TimeNs start_ns = 0;
+  };
+  Slot& slot(std::int64_t seq);
+
+  EventEngine& engine_;
+  const CollectiveCostModel& cost_model_;
+  int ranks_;
+  int nodes_;
+  DoneCallback on_done_;
+  std::vector<std::vector<CollectiveCall>> issued_;  // per rank, in issue order
+  std::vector<Slot> slots_;                          // by seq
+  std::optional<CollectiveMismatch> mismatch_;
+};
+
+}  // namespace prefetchlab::sim

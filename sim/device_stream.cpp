@@ -1,0 +1,119 @@
+#include "device_stream.hpp"
+
+#include <stdexcept>
+
+namespace prefetchlab::sim {
+namespace {
+constexpr std::int64_t kTagKernelDone = 0;
+constexpr std::int64_t kTagWake = 1;
+}  // namespace
+
+const char* stream_kind_name(StreamKind kind) {
+  switch (kind) {
+    case StreamKind::kCompute: return "compute";
+    case StreamKind::kAllGather: return "all-gather";
+    case StreamKind::kReduceScatter: return "reduce-scatter";
+    case StreamKind::kNccl: return "nccl";
+  }
+  return "?";
+}
+
+std::int32_t EventTable::create() {
+  events_.emplace_back();
+  return static_cast<std::int32_t>(events_.size() - 1);
+}
+
+void EventTable::signal(std::int32_t id) {
+  DeviceEvent& event = at(id);
+  if (event.signaled_ns >= 0) throw std::logic_error("device event signalled twice");
+  event.signaled_ns = engine_.now_ns();
+  // Waiters continue through the event queue (not by direct call) so that everything that
+  // happens at one instant runs in a deterministic (time, sequence) order without recursion.
+  for (Stream* stream : event.waiting_streams) stream->wake();
+  for (auto host : event.waiting_hosts) engine_.schedule_at(engine_.now_ns(), resumer_, CoroutineResumer::tag_of(host));
+  if (event.notify) engine_.schedule_at(engine_.now_ns(), *event.notify, event.notify_tag);
+  event.waiting_streams.clear();
+  event.waiting_hosts.clear();
+}
+
+void Stream::push(const StreamOp& op) {
+  queue_.push_back(op);
+  if (state_ == State::kReady) wake();
+}
+
+void Stream::wake() {
+  if (wake_scheduled_) return;
+  wake_scheduled_ = true;
+  engine_.schedule_at(engine_.now_ns(), *this, kTagWake);
+}
+
+void Stream::collective_done() {
+  const StreamOp op = queue_.front();
+  queue_.pop_front();
+  state_ = State::kReady;
+  last_done_ns_ = engine_.now_ns();
+  (void)op;
+  advance();
+}
+
+void Stream::on_event(std::int64_t tag) {
+  if (tag == kTagKernelDone) {
+    const StreamOp op = queue_.front();
+    queue_.pop_front();
+    state_ = State::kReady;
+    last_done_ns_ = engine_.now_ns();
+    observer_.on_kernel_done(*this, op, started_ns_, engine_.now_ns());
+  } else {
+    wake_scheduled_ = false;
+  }
+  advance();
+}
+
+void Stream::advance() {
+  const TimeNs now = engine_.now_ns();
+  while (!queue_.empty()) {
+    StreamOp& op = queue_.front();
+    switch (state_) {
+      case State::kRunningKernel:
+      case State::kInCollective:
+        return;  // a completion event will call back
+      case State::kBlockedOnEvent:
+        if (!events_.signaled(op.event)) return;
+        observer_.on_stall(*this, op, started_ns_, now);
+        queue_.pop_front();
+        state_ = State::kReady;
+        last_done_ns_ = now;
+        continue;
+      case State::kReady:
+        break;
+    }
+    switch (op.kind) {
+      case OpKind::kKernel:
+        state_ = State::kRunningKernel;
+        started_ns_ = now;
+        engine_.schedule_after(op.duration_ns, *this, kTagKernelDone);
+        return;
+      case OpKind::kRecord:
+        queue_.pop_front();
+        last_done_ns_ = now;
+        events_.signal(op.event);
+        continue;
+      case OpKind::kWait:
+        if (events_.signaled(op.event)) {
+          queue_.pop_front();
+          continue;
+        }
+        state_ = State::kBlockedOnEvent;
+        started_ns_ = now;
+        events_.at(op.event).waiting_streams.push_back(this);
+        return;
+      case OpKind::kCollective:
+        state_ = State::kInCollective;
+        started_ns_ = now;
+        observer_.on_collective_reached(*this, op);
+        return;
+    }
+  }
+}
+
+}  // namespace prefetchlab::sim

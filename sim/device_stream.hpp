@@ -1,0 +1,118 @@
+#pragma once
+// A simulated CUDA stream and CUDA events. A stream runs its operations strictly in the order
+// they were enqueued: kernels occupy it for their duration, a wait on an unsignalled event
+// blocks it (and everything behind it), a record signals an event when the stream reaches it,
+// and a collective blocks it until every rank's matching collective has run (Communicator).
+#include <coroutine>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "sim/event_engine.hpp"
+#include "sim/host_task.hpp"
+
+namespace prefetchlab::sim {
+
+enum class StreamKind { kCompute, kAllGather, kReduceScatter, kNccl };
+const char* stream_kind_name(StreamKind kind);
+
+// What time a blocked wait is charged to (a stall on the compute stream is what ZeRO-3 tuning
+// is about; waits on other streams are ordering, not exposed communication).
+enum class StallKind : std::uint8_t { kNone, kFetchForward, kFetchBackward };
+
+enum class OpKind : std::uint8_t { kKernel, kWait, kRecord, kCollective };
+
+struct StreamOp {
+  OpKind kind = OpKind::kKernel;
+  StallKind stall = StallKind::kNone;
+  std::int32_t iteration = 0;
+  std::int32_t label = -1;       // interned kernel name (trace)
+  std::int32_t event = -1;       // kWait / kRecord
+  std::int32_t collective = -1;  // kCollective: index into the rank's collective calls
+  TimeNs duration_ns = 0;        // kKernel
+};
+
+class Stream;
+
+struct DeviceEvent {
+  TimeNs signaled_ns = -1;
+  EventHandler* notify = nullptr;  // told (with notify_tag) when the event is signalled
+  std::int64_t notify_tag = 0;
+  std::vector<Stream*> waiting_streams;
+  std::vector<std::coroutine_handle<>> waiting_hosts;
+};
+
+// Receives what a stream did, for metrics and traces.
+class StreamObserver {
+ public:
+  virtual void on_kernel_done(const Stream& stream, const StreamOp& op, TimeNs start_ns, TimeNs end_ns) = 0;
+  virtual void on_stall(const Stream& stream, const StreamOp& op, TimeNs start_ns, TimeNs end_ns) = 0;
+  virtual void on_collective_reached(Stream& stream, const StreamOp& op) = 0;
+
+ protected:
+  ~StreamObserver() = default;
+};
+
+// One rank's events: created by the host, signalled by streams, waited on by streams or host.
+class EventTable {
+ public:
+  EventTable(EventEngine& engine, CoroutineResumer& resumer) : engine_(engine), resumer_(resumer) {}
+  std::int32_t create();
+  DeviceEvent& at(std::int32_t id) { return events_[static_cast<std::size_t>(id)]; }
+  bool signaled(std::int32_t id) const { return events_[static_cast<std::size_t>(id)].signaled_ns >= 0; }
+  TimeNs signaled_ns(std::int32_t id) const { return events_[static_cast<std::size_t>(id)].signaled_ns; }
+  void signal(std::int32_t id);
+
+  // `co_await events.host_wait(id)`: the host thread blocks until the event is signalled.
+  struct HostWait {
+    EventTable& table;
+    std::int32_t id;
+    bool await_ready() const { return table.signaled(id); }
+    void await_suspend(std::coroutine_handle<> self) { table.at(id).waiting_hosts.push_back(self); }
+    void await_resume() const noexcept {}
+  };
+  HostWait host_wait(std::int32_t id) { return HostWait{*this, id}; }
+
+ private:
+  EventEngine& engine_;
+  CoroutineResumer& resumer_;
+  std::deque<DeviceEvent> events_;  // stable addresses
+};
+
+class Stream final : public EventHandler {
+ public:
+  Stream(EventEngine& engine, EventTable& events, StreamObserver& observer, int rank, StreamKind kind)
+      : engine_(engine), events_(events), observer_(observer), rank_(rank), kind_(kind) {}
+
+  // Enqueued by the host at the current simulated time.
+  void push(const StreamOp& op);
+  // The collective at the head finished (called by the communicator at its end time).
+  void collective_done();
+  // An event this stream waits on was signalled.
+  void wake();
+
+  int rank() const { return rank_; }
+  StreamKind kind() const { return kind_; }
+  bool idle() const { return queue_.empty() && state_ == State::kReady; }
+  // Time the last operation finished (or 0): with idle(), when the stream drained.
+  TimeNs last_done_ns() const { return last_done_ns_; }
+
+  void on_event(std::int64_t tag) override;
+
+ private:
+  enum class State { kReady, kRunningKernel, kBlockedOnEvent, kInCollective };
+  void advance();
+
+  EventEngine& engine_;
+  EventTable& events_;
+  StreamObserver& observer_;
+  int rank_;
+  StreamKind kind_;
+  std::deque<StreamOp> queue_;
+  State state_ = State::kReady;
+  TimeNs started_ns_ = 0;  // of the head operation's current state
+  TimeNs last_done_ns_ = 0;
+  bool wake_scheduled_ = false;
+};
+
+}  // namespace prefetchlab::sim

@@ -1,0 +1,467 @@
+#include "rank_process.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <variant>
+
+namespace prefetchlab::sim {
+namespace {
+
+// DeepSpeed hard-codes both throttles (research deepspeed-zero3.md §1.1, §1.5 B, §2): when more
+// than this many fetch (reduce) events are outstanding, the host synchronises on the oldest.
+constexpr std::size_t kMaxOngoingFetchEvents = 2;
+constexpr std::size_t kMaxParamReduceEvents = 2;
+
+core::CoordinatorConfig coordinator_config(const core::Scenario& scenario,
+                                           const std::vector<bool>& persistent) {
+  core::CoordinatorConfig config;
+  config.prefetch_bucket_numel = scenario.zero.effective_prefetch_bucket_numel();
+  config.max_live_numel = scenario.zero.max_live_numel;
+  config.max_reuse_distance_numel = scenario.zero.max_reuse_distance_numel;
+  config.persistent = persistent;
+  config.world_size = static_cast<int>(scenario.cluster.world_size());
+  config.allgather_sequential = scenario.zero.allgather_sequential;
+  return config;
+}
+
+StallKind fetch_stall(core::Phase phase) {
+  return phase == core::Phase::kForward ? StallKind::kFetchForward : StallKind::kFetchBackward;
+}
+
+}  // namespace
+
+RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resumer,
+                         Communicator& communicator, const SharedRankContext& shared,
+                         EventHandler& iteration_done, std::int32_t iteration_done_base)
+    : rank_(rank),
+      engine_(engine),
+      resumer_(resumer),
+      communicator_(communicator),
+      shared_(shared),
+      iteration_done_(iteration_done),
+      iteration_done_base_(iteration_done_base),
+      events_(engine, resumer),
+      compute_(engine, events_, *this, rank, StreamKind::kCompute),
+      all_gather_stream_(engine, events_, *this, rank, StreamKind::kAllGather),
+      reduce_scatter_stream_(engine, events_, *this, rank, StreamKind::kReduceScatter),
+      nccl_(engine, events_, *this, rank, StreamKind::kNccl),
+      coordinator_(shared.scenario->model, coordinator_config(*shared.scenario, shared.persistent)),
+      world_size_(shared.scenario->cluster.world_size()),
+      dtype_bytes_(core::dtype_bytes(shared.scenario->training.dtype)),
+      param_resident_bytes_(shared.scenario->model.params.size(), 0) {
+  // overlap_comm=false puts DeepSpeed's all-gather and reduce "streams" on the default stream
+  // (research §1.12).
+  const bool overlap = shared.scenario->zero.overlap_comm;
+  all_gather_ = overlap ? &all_gather_stream_ : &compute_;
+  reduce_scatter_ = overlap ? &reduce_scatter_stream_ : &compute_;
+  iterations_.reserve(static_cast<std::size_t>(shared.scenario->training.iterations));
+}
+
+bool RankProcess::skipped(int module) const {
+  const auto it = shared_.skipped.find(current_->iteration);
+  return it != shared_.skipped.end() && it->second[static_cast<std::size_t>(module)];
+}
+
+HostTask RankProcess::spend(TimeNs host_ns) { co_await SleepFor{engine_, resumer_, host_ns}; }
+
+HostTask RankProcess::host_sync(std::int32_t event) { co_await events_.host_wait(event); }
+
+void RankProcess::host_span(std::int32_t label, TimeNs start_ns) {
+  if (!shared_.trace->enabled() || engine_.now_ns() <= start_ns) return;
+  TraceSpan span;
+  span.start_ns = start_ns;
+  span.duration_ns = engine_.now_ns() - start_ns;
+  span.rank = rank_;
+  span.label = label;
+  span.iteration = current_ ? current_->iteration : 0;
+  span.track = Track::kHost;
+  span.kind = SpanKind::kHost;
+  shared_.trace->add(span);
+}
+
+void RankProcess::launch_kernel(Stream& stream, TimeNs duration_ns, std::int32_t label) {
+  StreamOp op;
+  op.kind = OpKind::kKernel;
+  op.duration_ns = duration_ns;
+  op.label = label;
+  op.iteration = current_->iteration;
+  stream.push(op);
+}
+
+std::int32_t RankProcess::record(Stream& stream) {
+  const std::int32_t event = events_.create();
+  StreamOp op;
+  op.kind = OpKind::kRecord;
+  op.event = event;
+  op.iteration = current_->iteration;
+  stream.push(op);
+  return event;
+}
+
+void RankProcess::wait(Stream& stream, std::int32_t event, StallKind stall) {
+  StreamOp op;
+  op.kind = OpKind::kWait;
+  op.event = event;
+  op.stall = stall;
+  op.iteration = current_->iteration;
+  op.label = shared_.label_stall;
+  stream.push(op);
+}
+
+// A collective as ProcessGroupNCCL issues it: the NCCL stream first waits for the issuing
+// stream's work so far (the copy-in), runs the collective in communicator order, then marks
+// completion with an event the user stream can wait on.
+std::int64_t RankProcess::issue_collective(Stream& user_stream, const CollectiveCall& call,
+                                           std::int32_t& done_event) {
+  const std::int32_t ready = record(user_stream);
+  wait(nccl_, ready);
+  const std::int64_t seq = communicator_.issue(rank_, call);
+  StreamOp op;
+  op.kind = OpKind::kCollective;
+  op.collective = static_cast<std::int32_t>(seq);
+  op.iteration = current_->iteration;
+  nccl_.push(op);
+  done_event = record(nccl_);
+  return seq;
+}
+
+void RankProcess::add_gathered_bytes(std::int64_t bytes) {
+  gathered_bytes_ += bytes;
+  current_->peak_gathered_bytes = std::max(current_->peak_gathered_bytes, gathered_bytes_);
+}
+
+void RankProcess::take_fetch_end_sample(Context& context) {
+  if (!context.fetch) return;
+  context.fetch->end_event = record(compute_);
+  context.fetch->host_end_ns = engine_.now_ns();
+  context.fetch = nullptr;
+}
+
+HostTask RankProcess::run() {
+  const auto& training = shared_.scenario->training;
+  for (std::int32_t i = 1; i <= static_cast<std::int32_t>(training.iterations); ++i) {
+    co_await run_iteration(i);
+  }
+}
+
+HostTask RankProcess::run_iteration(std::int32_t iteration) {
+  const core::Scenario& scenario = *shared_.scenario;
+  iterations_.emplace_back();
+  current_ = &iterations_.back();
+  current_->iteration = iteration;
+  current_->optimizer_step = iteration % scenario.training.grad_accum == 0;
+  current_->peak_gathered_bytes = gathered_bytes_;
+  grad_uses_left_ = shared_.grad_uses;
+  const TimeNs host_start = engine_.now_ns();
+
+  // Root forward pre-hook: reset_step (research §1.4) — the only place it runs.
+  Context context;
+  co_await execute(coordinator_.reset_step(), context);
+  current_->trace_mode = coordinator_.trace_mode();
+  current_->bucket_numel = coordinator_.prefetch_bucket_numel();
+
+  co_await forward(0);
+  current_->forward_end_event = record(compute_);
+  co_await backward(0);
+  current_->backward_compute_end_event = record(compute_);
+
+  // End of backward (independent_gradient_partition_epilogue): flush, then the host
+  // synchronises the reduce stream (research §2).
+  if (!bucket_params_.empty()) co_await flush_reduce_bucket();
+  const std::int32_t reduced = record(*reduce_scatter_);
+  co_await host_sync(reduced);
+  current_->reduce_scatter_done_ns = engine_.now_ns();
+  current_->backward_end_event = record(compute_);
+
+  if (current_->optimizer_step) {
+    Context optimizer_context;
+    co_await execute(coordinator_.optimizer_step(), optimizer_context);
+  }
+  current_->iteration_end_event = record(compute_);
+  events_.at(current_->iteration_end_event).notify = &iteration_done_;
+  events_.at(current_->iteration_end_event).notify_tag = iteration_done_base_ + iteration;
+  host_span(shared_.label_iteration, host_start);
+}
+
+HostTask RankProcess::forward(int module) {
+  if (skipped(module)) co_return;
+  const auto& compute = *shared_.compute;
+  const TimeNs hook_start = engine_.now_ns();
+  co_await spend(compute.hook_overhead_ns());
+
+  // Forward pre-hook: fetch_sub_module; the sample window opens at the top of the fetch.
+  current_->fetches.push_back({0, record(compute_), -1, engine_.now_ns(), 0});
+  Context context{core::Phase::kForward, module, &current_->fetches.back()};
+  core::FetchPlan fetch = coordinator_.fetch_sub_module(module, core::Phase::kForward);
+  if (fetch.info.trace_invalidated) ++current_->trace_invalidations;
+  co_await execute(fetch.plan, context);
+  take_fetch_end_sample(context);
+  host_span(shared_.label_hook_fetch, hook_start);
+
+  const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
+  for (const int child : spec.children) co_await forward(child);
+
+  // The module's own work runs after its children (containers: residual adds, attention core).
+  co_await spend(compute.kernel_launch_ns());
+  launch_kernel(compute_, shared_.forward_ns[static_cast<std::size_t>(module)],
+                shared_.forward_label[static_cast<std::size_t>(module)]);
+
+  const TimeNs release_start = engine_.now_ns();
+  co_await spend(compute.hook_overhead_ns());
+  Context release_context{core::Phase::kForward, module, nullptr};
+  co_await execute(coordinator_.release_sub_module(module, core::Phase::kForward), release_context);
+  host_span(shared_.label_hook_release, release_start);
+}
+
+HostTask RankProcess::backward(int module) {
+  if (skipped(module)) co_return;
+  const auto& compute = *shared_.compute;
+  const TimeNs hook_start = engine_.now_ns();
+  co_await spend(compute.hook_overhead_ns());
+
+  // Pre-backward hook (the output's gradient arrived): fetch for backward.
+  current_->fetches.push_back({1, record(compute_), -1, engine_.now_ns(), 0});
+  Context context{core::Phase::kBackward, module, &current_->fetches.back()};
+  core::FetchPlan fetch = coordinator_.fetch_sub_module(module, core::Phase::kBackward);
+  if (fetch.info.trace_invalidated) ++current_->trace_invalidations;
+  co_await execute(fetch.plan, context);
+  take_fetch_end_sample(context);
+  host_span(shared_.label_hook_fetch, hook_start);
+
+  // Own backward (data and weight gradients), then this module's gradient hooks; children
+  // follow in reverse execution order (autograd order, research §1.10).
+  co_await spend(compute.kernel_launch_ns());
+  launch_kernel(compute_, shared_.backward_ns[static_cast<std::size_t>(module)],
+                shared_.backward_label[static_cast<std::size_t>(module)]);
+  co_await gradients_ready(module);
+  const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
+  for (auto it = spec.children.rbegin(); it != spec.children.rend(); ++it) co_await backward(*it);
+
+  const TimeNs release_start = engine_.now_ns();
+  co_await spend(compute.hook_overhead_ns());
+  Context release_context{core::Phase::kBackward, module, nullptr};
+  co_await execute(coordinator_.release_sub_module(module, core::Phase::kBackward), release_context);
+  host_span(shared_.label_hook_release, release_start);
+}
+
+// Per-parameter grad hooks (research §2): a parameter's gradient is final after its last use
+// in backward (a tied weight: its second use). Each goes into the IPG bucket; a bucket that
+// would overflow reduce_bucket_size is flushed first.
+HostTask RankProcess::gradients_ready(int module) {
+  const core::Scenario& scenario = *shared_.scenario;
+  const auto& spec = scenario.model.modules[static_cast<std::size_t>(module)];
+  bool waited = false;
+  for (const int p : spec.param_ids) {
+    if (--grad_uses_left_[static_cast<std::size_t>(p)] != 0) continue;
+    const std::int64_t numel = scenario.model.params[static_cast<std::size_t>(p)].numel;
+    if (!bucket_params_.empty() && bucket_numel_ + numel > scenario.zero.reduce_bucket_numel) {
+      co_await flush_reduce_bucket();
+      waited = false;
+    }
+    if (!waited) {  // the reduce stream first waits for the compute stream
+      wait(*reduce_scatter_, record(compute_));
+      waited = true;
+    }
+    if (scenario.zero.contiguous_gradients) {
+      launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(numel * dtype_bytes_), shared_.label_bucket_copy);
+    }
+    bucket_params_.push_back(p);
+    bucket_numel_ += numel;
+  }
+}
+
+HostTask RankProcess::flush_reduce_bucket() {
+  const core::Scenario& scenario = *shared_.scenario;
+  // Host throttle identical to the fetch path (research §2).
+  while (!reduce_events_.empty() && events_.signaled(reduce_events_.front())) reduce_events_.pop_front();
+  if (reduce_events_.size() > kMaxParamReduceEvents) {
+    co_await host_sync(reduce_events_.front());
+    reduce_events_.pop_front();
+  }
+  co_await spend(shared_.compute->collective_launch_ns());
+  std::int64_t padded_numel = 0;
+  std::int64_t numel = 0;
+  for (const int p : bucket_params_) {
+    const std::int64_t n = scenario.model.params[static_cast<std::size_t>(p)].numel;
+    numel += n;
+    padded_numel += (n + world_size_ - 1) / world_size_ * world_size_;
+  }
+  const std::int64_t bytes = padded_numel * dtype_bytes_;
+  // reduce_scatter_coalesced interleaves the chunks into one flat buffer (skipped for a single
+  // divisible tensor), runs one reduce_scatter_tensor, then copies this rank's partition out.
+  if (!(bucket_params_.size() == 1 && padded_numel == numel)) {
+    launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes), shared_.label_bucket_copy);
+  }
+  if (world_size_ > 1) {
+    CollectiveCall call;
+    call.kind = CollectiveKind::kReduceScatter;
+    call.bytes = bytes;
+    call.numel = numel;
+    call.iteration = current_->iteration;
+    call.label = shared_.kind_label[3];
+    call.phase = 1;
+    if (shared_.trace->enabled()) call.param_ids = bucket_params_;
+    std::int32_t done = -1;
+    issue_collective(*reduce_scatter_, call, done);
+    wait(*reduce_scatter_, done);
+    ++current_->reduce_scatter_count;
+  }
+  launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes / world_size_), shared_.label_partition_copy);
+  reduce_events_.push_back(record(*reduce_scatter_));
+  bucket_params_.clear();
+  bucket_numel_ = 0;
+}
+
+HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
+  const core::Scenario& scenario = *shared_.scenario;
+  for (const core::PlanAction& action : plan.actions) {
+    if (const auto* gather = std::get_if<core::Gather>(&action)) {
+      auto& memory = handle_memory_[gather->handle_id];
+      memory.params.insert(memory.params.end(), gather->param_ids.begin(), gather->param_ids.end());
+      ++current_->all_gather_count;
+      current_->gathered_numel += gather->numel;
+      if (!gather->collective) continue;  // world size 1: the shard is the parameter
+      const std::int64_t flat_bytes = gather->padded_numel * dtype_bytes_;
+      memory.collective = true;
+      memory.flat_bytes += flat_bytes;
+      add_gathered_bytes(flat_bytes);  // allocated at issue time, on the all-gather stream
+      co_await spend(shared_.compute->collective_launch_ns() + shared_.compute->kernel_launch_ns());
+      // Copy-in: this rank's shards into its slot of the flat buffer, on the all-gather stream.
+      launch_kernel(*all_gather_, shared_.compute->copy_ns(flat_bytes / world_size_), shared_.label_copy_in);
+      CollectiveCall call;
+      call.kind = CollectiveKind::kAllGather;
+      call.bytes = flat_bytes;
+      call.numel = gather->numel;
+      call.iteration = current_->iteration;
+      call.label = shared_.kind_label[static_cast<int>(gather->kind)];
+      call.issued_by = context.module;
+      call.phase = static_cast<std::int32_t>(context.phase);
+      if (shared_.trace->enabled()) call.param_ids = gather->param_ids;
+      std::int32_t done = -1;
+      issue_collective(*all_gather_, call, done);
+      gather_done_event_[gather->gather_id] = done;
+    } else if (const auto* w = std::get_if<core::Wait>(&action)) {
+      if (w->context == core::WaitContext::kFetch) {
+        while (!ongoing_fetch_events_.empty() && events_.signaled(ongoing_fetch_events_.front())) {
+          ongoing_fetch_events_.pop_front();
+        }
+        if (ongoing_fetch_events_.size() > kMaxOngoingFetchEvents) {
+          co_await host_sync(ongoing_fetch_events_.front());
+          ongoing_fetch_events_.pop_front();
+        }
+      }
+      // Fetch waits run under the all-gather stream; drains on the current (compute) stream.
+      Stream& stream = w->context == core::WaitContext::kDrain ? compute_ : *all_gather_;
+      const auto memory = handle_memory_.find(w->handle_id);
+      if (w->first_on_handle && memory != handle_memory_.end() && memory->second.collective) {
+        HandleMemory& handle = memory->second;
+        std::int32_t last_done = -1;
+        for (const std::int64_t id : w->gather_ids) {
+          const auto done = gather_done_event_.find(id);
+          if (done == gather_done_event_.end()) continue;
+          wait(stream, done->second);
+          last_done = done->second;
+          gather_done_event_.erase(done);
+        }
+        // Materialising a coalesced handle copies each parameter out of the flat buffer (≈2x
+        // the bucket until the flat buffer goes, research §1.6); a single parameter is a view
+        // of its buffer.
+        const bool coalesced = handle.params.size() > 1;
+        for (const int p : handle.params) {
+          const std::int64_t numel = scenario.model.params[static_cast<std::size_t>(p)].numel;
+          param_resident_bytes_[static_cast<std::size_t>(p)] =
+              coalesced ? numel * dtype_bytes_ : handle.flat_bytes;
+          if (coalesced) add_gathered_bytes(numel * dtype_bytes_);
+        }
+        if (coalesced) launch_kernel(stream, shared_.compute->copy_ns(handle.flat_bytes), shared_.label_copy_out);
+        if (w->context == core::WaitContext::kBlocking && last_done >= 0) {
+          const TimeNs blocked_from = engine_.now_ns();
+          co_await host_sync(last_done);
+          current_->regather_block_ns += engine_.now_ns() - blocked_from;
+        }
+      }
+      if (w->context == core::WaitContext::kFetch) ongoing_fetch_events_.push_back(record(*all_gather_));
+      if (w->last_on_handle && memory != handle_memory_.end()) {
+        // The flat buffer of a coalesced handle is dropped once no registry entry needs it.
+        if (memory->second.params.size() > 1) gathered_bytes_ -= memory->second.flat_bytes;
+        handle_memory_.erase(memory);
+      }
+    } else if (const auto* release = std::get_if<core::Release>(&action)) {
+      for (const int p : release->param_ids) {
+        gathered_bytes_ -= param_resident_bytes_[static_cast<std::size_t>(p)];
+        param_resident_bytes_[static_cast<std::size_t>(p)] = 0;
+      }
+    } else if (std::holds_alternative<core::ComputeWaitsForAllGather>(action)) {
+      if (all_gather_ != &compute_) wait(compute_, record(*all_gather_), fetch_stall(context.phase));
+      take_fetch_end_sample(context);
+    } else if (std::holds_alternative<core::PrefetchRound>(action)) {
+      take_fetch_end_sample(context);
+    } else if (const auto* check = std::get_if<core::RankTraceCheck>(&action)) {
+      // assert_ints_same_as_other_ranks: per list two blocking broadcasts from rank 0, each
+      // followed by a device-to-host copy (research §1.4). Modelled as tiny collectives on the
+      // same communicator that the host waits for.
+      for (int i = 0; i < 2 * check->lists && world_size_ > 1; ++i) {
+        CollectiveCall call;
+        call.kind = CollectiveKind::kAllReduce;
+        call.bytes = 8;
+        call.iteration = current_->iteration;
+        call.label = shared_.kind_label[4];
+        std::int32_t done = -1;
+        issue_collective(compute_, call, done);
+        co_await host_sync(done);
+      }
+    } else if (std::holds_alternative<core::OptimizerUpdate>(action)) {
+      co_await spend(shared_.compute->kernel_launch_ns());
+      const std::int64_t shard_numel = (scenario.model.total_numel() + world_size_ - 1) / world_size_;
+      launch_kernel(compute_, shared_.compute->optimizer_step_ns(shard_numel), shared_.label_optimizer);
+    }
+    // TraceInvalidated needs no device work: the coordinator already appended the drain.
+  }
+}
+
+void RankProcess::on_kernel_done(const Stream& stream, const StreamOp& op, TimeNs start_ns, TimeNs end_ns) {
+  RankIteration& it = iterations_[static_cast<std::size_t>(op.iteration - 1)];
+  if (stream.kind() == StreamKind::kCompute) it.compute_ns += end_ns - start_ns;
+  if (shared_.trace->enabled()) {
+    TraceSpan span;
+    span.start_ns = start_ns;
+    span.duration_ns = end_ns - start_ns;
+    span.rank = rank_;
+    span.label = op.label;
+    span.iteration = op.iteration;
+    span.track = static_cast<Track>(static_cast<int>(stream.kind()) + 1);
+    span.kind = SpanKind::kKernel;
+    shared_.trace->add(span);
+  }
+}
+
+void RankProcess::on_stall(const Stream& stream, const StreamOp& op, TimeNs start_ns, TimeNs end_ns) {
+  if (op.stall == StallKind::kNone || end_ns <= start_ns) return;
+  RankIteration& it = iterations_[static_cast<std::size_t>(op.iteration - 1)];
+  it.stall_ns[op.stall == StallKind::kFetchForward ? 0 : 1] += end_ns - start_ns;
+  if (shared_.trace->enabled()) {
+    TraceSpan span;
+    span.start_ns = start_ns;
+    span.duration_ns = end_ns - start_ns;
+    span.rank = rank_;
+    span.label = shared_.label_stall;
+    span.iteration = op.iteration;
+    span.track = static_cast<Track>(static_cast<int>(stream.kind()) + 1);
+    span.kind = SpanKind::kStall;
+    span.phase = op.stall == StallKind::kFetchForward ? 0 : 1;
+    shared_.trace->add(span);
+  }
+}
+
+void RankProcess::on_collective_reached(Stream& stream, const StreamOp& op) {
+  communicator_.arrive(rank_, op.collective, stream);
+}
+
+void RankProcess::on_collective_done(const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns) {
+  RankIteration& it = iterations_[static_cast<std::size_t>(call.iteration - 1)];
+  if (call.kind == CollectiveKind::kAllGather) it.all_gather_ns += end_ns - start_ns;
+  if (call.kind == CollectiveKind::kReduceScatter) it.reduce_scatter_ns += end_ns - start_ns;
+}
+
+
+}  // namespace prefetchlab::sim

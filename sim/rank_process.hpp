@@ -1,0 +1,159 @@
+#pragma once
+// One data-parallel rank: its host thread (DeepSpeed's Python: hooks, coordinator calls,
+// launches, the places it blocks), its compute / all-gather / reduce-scatter streams and its
+// NCCL stream. The host program follows DeepSpeed's hook order (research deepspeed-zero3.md
+// §1.3, §1.5, §1.10, §2) and executes the core::Coordinator's plans; it never decides what to
+// gather itself.
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "core/coordinator.hpp"
+#include "core/scenario.hpp"
+#include "sim/communicator.hpp"
+#include "sim/compute_model.hpp"
+#include "sim/device_stream.hpp"
+#include "sim/host_task.hpp"
+#include "sim/label_table.hpp"
+#include "sim/trace_recorder.hpp"
+
+namespace prefetchlab::sim {
+
+// What a rank measured in one iteration, before the world combines ranks.
+struct RankIteration {
+  std::int32_t iteration = 0;
+  bool optimizer_step = false;
+  core::TraceMode trace_mode = core::TraceMode::kInvalid;
+  std::int64_t bucket_numel = 0;
+  // Device events on the compute stream marking the phases (signalled times read at the end).
+  std::int32_t forward_end_event = -1;
+  std::int32_t backward_compute_end_event = -1;
+  std::int32_t backward_end_event = -1;
+  std::int32_t iteration_end_event = -1;
+  TimeNs reduce_scatter_done_ns = 0;  // host saw the end-of-backward sync complete
+  TimeNs regather_block_ns = 0;       // host blocked on the persistent re-gather
+  TimeNs compute_ns = 0;
+  TimeNs stall_ns[2] = {0, 0};        // per core::Phase
+  TimeNs all_gather_ns = 0;
+  TimeNs reduce_scatter_ns = 0;
+  std::int64_t all_gather_count = 0;
+  std::int64_t reduce_scatter_count = 0;
+  std::int64_t gathered_numel = 0;
+  std::int64_t peak_gathered_bytes = 0;
+  int trace_invalidations = 0;
+  // One per fetch: device events at its start and end, host times at the same points.
+  struct Fetch {
+    std::uint8_t phase = 0;
+    std::int32_t start_event = -1;
+    std::int32_t end_event = -1;
+    TimeNs host_start_ns = 0;
+    TimeNs host_end_ns = 0;
+  };
+  std::vector<Fetch> fetches;
+};
+
+// Per-scenario facts every rank shares, computed once by the world.
+struct SharedRankContext {
+  const core::Scenario* scenario = nullptr;
+  const ComputeModel* compute = nullptr;
+  LabelTable* labels = nullptr;
+  TraceRecorder* trace = nullptr;
+  std::vector<TimeNs> forward_ns;   // per module, own work
+  std::vector<TimeNs> backward_ns;  // per module, own work
+  std::vector<std::int32_t> forward_label;
+  std::vector<std::int32_t> backward_label;
+  std::vector<bool> persistent;     // per param
+  std::vector<int> grad_uses;       // per param: modules using it (a tied weight: 2)
+  // Modules skipped on an iteration (data-dependent control flow), as a set per iteration.
+  std::map<std::int32_t, std::vector<bool>> skipped;
+  std::int32_t label_copy_in = -1, label_copy_out = -1, label_bucket_copy = -1,
+               label_partition_copy = -1, label_optimizer = -1, label_stall = -1,
+               label_hook_fetch = -1, label_hook_release = -1, label_iteration = -1,
+               label_trace_check = -1;
+  std::int32_t kind_label[6] = {};  // on_demand, prefetch, persistent_regather, grad_bucket, trace_check, -
+};
+
+class RankProcess final : public StreamObserver {
+ public:
+  RankProcess(int rank, EventEngine& engine, CoroutineResumer& resumer, Communicator& communicator,
+              const SharedRankContext& shared, EventHandler& iteration_done, std::int32_t iteration_done_base);
+
+  HostTask run();  // all iterations
+
+  int rank() const { return rank_; }
+  const RankIteration& iteration(std::int32_t i) const { return iterations_.at(static_cast<std::size_t>(i - 1)); }
+  const EventTable& events() const { return events_; }
+  const core::Coordinator& coordinator() const { return coordinator_; }
+
+  // StreamObserver
+  void on_kernel_done(const Stream& stream, const StreamOp& op, TimeNs start_ns, TimeNs end_ns) override;
+  void on_stall(const Stream& stream, const StreamOp& op, TimeNs start_ns, TimeNs end_ns) override;
+  void on_collective_reached(Stream& stream, const StreamOp& op) override;
+  // The communicator finished one of this rank's collectives.
+  void on_collective_done(const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns);
+
+ private:
+  struct Context {
+    core::Phase phase = core::Phase::kForward;
+    int module = -1;
+    RankIteration::Fetch* fetch = nullptr;  // the fetch whose end sample is still to take
+  };
+  // Gathered memory of one coalesced-gather handle (research §1.6).
+  struct HandleMemory {
+    std::int64_t flat_bytes = 0;
+    std::vector<int> params;
+    bool collective = false;
+  };
+
+  HostTask run_iteration(std::int32_t iteration);
+  HostTask forward(int module);
+  HostTask backward(int module);
+  HostTask execute(const core::Plan& plan, Context& context);
+  HostTask gradients_ready(int module);
+  HostTask flush_reduce_bucket();
+  HostTask host_sync(std::int32_t event);
+  HostTask spend(TimeNs host_ns);
+
+  bool skipped(int module) const;
+  void launch_kernel(Stream& stream, TimeNs duration_ns, std::int32_t label);
+  std::int32_t record(Stream& stream);
+  void wait(Stream& stream, std::int32_t event, StallKind stall = StallKind::kNone);
+  std::int64_t issue_collective(Stream& user_stream, const CollectiveCall& call, std::int32_t& done_event);
+  void take_fetch_end_sample(Context& context);
+  void add_gathered_bytes(std::int64_t bytes);
+  void host_span(std::int32_t label, TimeNs start_ns);
+
+  int rank_;
+  EventEngine& engine_;
+  CoroutineResumer& resumer_;
+  Communicator& communicator_;
+  const SharedRankContext& shared_;
+  EventHandler& iteration_done_;
+  std::int32_t iteration_done_base_;
+  EventTable events_;
+  Stream compute_;
+  Stream all_gather_stream_;
+  Stream reduce_scatter_stream_;
+  Stream nccl_;
+  Stream* all_gather_;      // == &compute_ when overlap_comm is false
+  Stream* reduce_scatter_;  // idem
+  core::Coordinator coordinator_;
+  std::int64_t world_size_;
+  std::int64_t dtype_bytes_;
+
+  std::vector<RankIteration> iterations_;
+  RankIteration* current_ = nullptr;
+  std::map<std::int64_t, std::int32_t> gather_done_event_;  // gather_id -> NCCL done event
+  std::map<std::int64_t, HandleMemory> handle_memory_;
+  std::vector<std::int64_t> param_resident_bytes_;          // gathered bytes held per param
+  std::deque<std::int32_t> ongoing_fetch_events_;           // DeepSpeed __ongoing_fetch_events
+  std::deque<std::int32_t> reduce_events_;                  // stage3 param reduce events
+  std::int64_t gathered_bytes_ = 0;
+  // IPG gradient bucket (one per communication dtype; every parameter here shares one dtype).
+  std::vector<int> bucket_params_;
+  std::int64_t bucket_numel_ = 0;
+  std::vector<int> grad_uses_left_;
+};
+
+}  // namespace prefetchlab::sim

@@ -1,0 +1,44 @@
+#pragma once
+// Everything that happened on the simulated timelines, kept compactly until the run ends and
+// trace.json is written (a whole-document file; DESIGN.md "Conventions").
+#include <cstdint>
+#include <vector>
+
+#include "sim/event_engine.hpp"
+
+namespace prefetchlab::sim {
+
+// Tracks of one rank (tid in the Chrome trace).
+enum class Track : std::uint8_t { kHost = 0, kCompute = 1, kAllGather = 2, kReduceScatter = 3, kNccl = 4 };
+inline constexpr int kTrackCount = 5;
+const char* track_name(Track track);
+
+enum class SpanKind : std::uint8_t { kKernel, kStall, kCollective, kHost };
+
+struct TraceSpan {
+  TimeNs start_ns = 0;
+  TimeNs duration_ns = 0;
+  std::int32_t rank = 0;
+  std::int32_t label = -1;
+  std::int32_t iteration = 0;
+  std::int64_t collective_seq = -1;  // kCollective: index into the communicator's calls
+  Track track = Track::kHost;
+  SpanKind kind = SpanKind::kKernel;
+  std::uint8_t phase = 0;
+};
+
+class TraceRecorder {
+ public:
+  explicit TraceRecorder(bool enabled) : enabled_(enabled) {}
+  bool enabled() const { return enabled_; }
+  void add(const TraceSpan& span) {
+    if (enabled_) spans_.push_back(span);
+  }
+  const std::vector<TraceSpan>& spans() const { return spans_; }
+
+ private:
+  bool enabled_;
+  std::vector<TraceSpan> spans_;
+};
+
+}  // namespace prefetchlab::sim

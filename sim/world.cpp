@@ -1,0 +1,235 @@
+#include "world.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/persistence.hpp"
+
+namespace prefetchlab::sim {
+
+World::World(const core::Scenario& scenario, bool record_trace)
+    : scenario_(scenario),
+      trace_(record_trace),
+      cost_model_(make_collective_cost_model(scenario.cluster.hardware, scenario.cluster.calibration)),
+      compute_(std::make_unique<ComputeModel>(scenario.cluster.hardware, scenario.cluster.calibration,
+                                              scenario.training.dtype)) {
+  build_shared_context();
+  const int world_size = static_cast<int>(scenario.cluster.world_size());
+  communicator_ = std::make_unique<Communicator>(
+      engine_, *cost_model_, world_size, static_cast<int>(scenario.cluster.nodes),
+      [this](std::int64_t seq, const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns) {
+        for (auto& rank : ranks_) rank->on_collective_done(call, start_ns, end_ns);
+        if (!trace_.enabled()) return;
+        for (auto& rank : ranks_) {
+          TraceSpan span;
+          span.start_ns = start_ns;
+          span.duration_ns = end_ns - start_ns;
+          span.rank = rank->rank();
+          span.label = call.label;
+          span.iteration = call.iteration;
+          span.collective_seq = seq;
+          span.track = Track::kNccl;
+          span.kind = SpanKind::kCollective;
+          span.phase = static_cast<std::uint8_t>(call.phase);
+          trace_.add(span);
+        }
+      });
+  const auto iterations = static_cast<std::int32_t>(scenario.training.iterations);
+  ranks_done_.assign(static_cast<std::size_t>(iterations) + 1, 0);
+  for (int r = 0; r < world_size; ++r) {
+    ranks_.push_back(std::make_unique<RankProcess>(r, engine_, resumer_, *communicator_, shared_, *this,
+                                                   r * (iterations + 1)));
+  }
+}
+
+World::~World() = default;
+
+void World::build_shared_context() {
+  const core::ModelSpec& model = scenario_.model;
+  shared_.scenario = &scenario_;
+  shared_.compute = compute_.get();
+  shared_.labels = &labels_;
+  shared_.trace = &trace_;
+  shared_.persistent = core::persistent_params(model, scenario_.zero.param_persistence_threshold_numel,
+                                               scenario_.zero.model_persistence_threshold_numel);
+  shared_.grad_uses.assign(model.params.size(), 0);
+  const auto b = scenario_.training.micro_batch;
+  const auto s = scenario_.training.seq_len;
+  for (const auto& module : model.modules) {
+    for (const int p : module.param_ids) ++shared_.grad_uses[static_cast<std::size_t>(p)];
+    shared_.forward_ns.push_back(compute_->module_forward_ns(module, b, s));
+    shared_.backward_ns.push_back(compute_->module_backward_ns(module, b, s));
+    const std::string name = module.name.empty() ? "(root)" : module.name;
+    shared_.forward_label.push_back(labels_.intern("fwd " + name));
+    shared_.backward_label.push_back(labels_.intern("bwd " + name));
+  }
+  shared_.label_copy_in = labels_.intern("all-gather copy-in");
+  shared_.label_copy_out = labels_.intern("all-gather copy-out");
+  shared_.label_bucket_copy = labels_.intern("gradient bucket copy");
+  shared_.label_partition_copy = labels_.intern("gradient partition copy");
+  shared_.label_optimizer = labels_.intern("optimizer step (Adam)");
+  shared_.label_stall = labels_.intern("stall: waiting for parameters");
+  shared_.label_hook_fetch = labels_.intern("fetch_sub_module");
+  shared_.label_hook_release = labels_.intern("release_sub_module");
+  shared_.label_iteration = labels_.intern("iteration");
+  shared_.label_trace_check = labels_.intern("trace check");
+  const char* kinds[] = {"on_demand", "prefetch", "persistent_regather", "grad_bucket", "trace_check", "agreement"};
+  for (int k = 0; k < 6; ++k) shared_.kind_label[k] = labels_.intern(kinds[k]);
+
+  for (const auto& divergence : scenario_.divergence) {
+    auto& skipped = shared_.skipped[static_cast<std::int32_t>(divergence.iteration)];
+    if (skipped.empty()) skipped.assign(model.modules.size(), false);
+    for (const int module : divergence.skipped_modules) skipped[static_cast<std::size_t>(module)] = true;
+  }
+}
+
+void World::on_event(std::int64_t tag) {
+  const auto per_rank = static_cast<std::int64_t>(ranks_done_.size());
+  const auto iteration = static_cast<std::size_t>(tag % per_rank);
+  ++ranks_done_[iteration];
+  finalize_ready_iterations();
+}
+
+void World::finalize_ready_iterations() {
+  while (finalized_ + 1 < static_cast<std::int32_t>(ranks_done_.size()) &&
+         ranks_done_[static_cast<std::size_t>(finalized_ + 1)] == ranks()) {
+    ++finalized_;
+    std::vector<core::TimingSample> samples;
+    std::vector<core::BucketRecord> buckets;
+    const core::IterationRecord record = combine(finalized_, samples, buckets);
+    if (sink_ && sink_->on_iteration) sink_->on_iteration(record, samples, buckets);
+    result_.metrics.iterations.push_back(record);
+    result_.metrics.samples.insert(result_.metrics.samples.end(), samples.begin(), samples.end());
+    result_.metrics.buckets.insert(result_.metrics.buckets.end(), buckets.begin(), buckets.end());
+  }
+}
+
+core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::TimingSample>& samples,
+                                     std::vector<core::BucketRecord>& buckets) const {
+  core::IterationRecord record;
+  record.iteration = iteration;
+  bool first = true;
+  for (const auto& rank : ranks_) {
+    const RankIteration& it = rank->iteration(iteration);
+    const EventTable& events = rank->events();
+    const TimeNs start = iteration == 1 ? 0 : events.signaled_ns(rank->iteration(iteration - 1).iteration_end_event);
+    const TimeNs forward_end = events.signaled_ns(it.forward_end_event);
+    const TimeNs backward_compute_end = events.signaled_ns(it.backward_compute_end_event);
+    const TimeNs backward_end = events.signaled_ns(it.backward_end_event);
+    const TimeNs end = events.signaled_ns(it.iteration_end_event);
+    // Exposed communication: compute waiting for parameters, the reduce-scatter tail the
+    // end-of-backward synchronisation waits for, and the blocking persistent re-gather.
+    const TimeNs reduce_tail = std::max<TimeNs>(0, it.reduce_scatter_done_ns - backward_compute_end);
+    const TimeNs exposed = it.stall_ns[0] + it.stall_ns[1] + reduce_tail + it.regather_block_ns;
+
+    record.optimizer_step = it.optimizer_step;
+    record.trace_mode = it.trace_mode;
+    record.start_ns = first ? start : std::min(record.start_ns, start);
+    record.step_time_ns = std::max(record.step_time_ns, end - start);
+    record.forward_ns = std::max(record.forward_ns, forward_end - start);
+    record.backward_ns = std::max(record.backward_ns, backward_end - forward_end);
+    record.optimizer_ns = std::max(record.optimizer_ns, end - backward_end);
+    record.compute_ns = std::max(record.compute_ns, it.compute_ns);
+    record.forward_stall_ns = std::max(record.forward_stall_ns, it.stall_ns[0]);
+    record.backward_stall_ns = std::max(record.backward_stall_ns, it.stall_ns[1]);
+    record.exposed_comm_ns = std::max(record.exposed_comm_ns, exposed);
+    record.all_gather_ns = std::max(record.all_gather_ns, it.all_gather_ns);
+    record.reduce_scatter_ns = std::max(record.reduce_scatter_ns, it.reduce_scatter_ns);
+    record.all_gather_count = std::max(record.all_gather_count, it.all_gather_count);
+    record.reduce_scatter_count = std::max(record.reduce_scatter_count, it.reduce_scatter_count);
+    record.gathered_numel = std::max(record.gathered_numel, it.gathered_numel);
+    record.bucket_numel = std::max(record.bucket_numel, it.bucket_numel);
+    record.peak_gathered_param_bytes = std::max(record.peak_gathered_param_bytes, it.peak_gathered_bytes);
+    first = false;
+
+    buckets.push_back({iteration, rank->rank(), it.bucket_numel});
+    // A sample per fetch that has an earlier same-phase fetch on this rank in this iteration:
+    // wait = start→end on the compute stream (device events), interval = previous end→end.
+    const RankIteration::Fetch* previous[2] = {nullptr, nullptr};
+    for (const auto& fetch : it.fetches) {
+      const RankIteration::Fetch*& prev = previous[fetch.phase];
+      if (prev) {
+        core::TimingSample sample;
+        sample.iteration = iteration;
+        sample.rank = rank->rank();
+        sample.phase = fetch.phase == 0 ? core::Phase::kForward : core::Phase::kBackward;
+        sample.wait_ns = events.signaled_ns(fetch.end_event) - events.signaled_ns(fetch.start_event);
+        sample.interval_ns = events.signaled_ns(fetch.end_event) - events.signaled_ns(prev->end_event);
+        // What host perf_counter timers would have read (review defect (b)).
+        sample.extra = {{"host_wait_ns", fetch.host_end_ns - fetch.host_start_ns},
+                        {"host_interval_ns", fetch.host_end_ns - prev->host_end_ns}};
+        samples.push_back(std::move(sample));
+      }
+      prev = &fetch;
+    }
+  }
+  return record;
+}
+
+std::string World::describe_mismatch(const CollectiveMismatch& mismatch) const {
+  std::ostringstream out;
+  const CollectiveCall& first = mismatch.calls.front();
+  out << "collective mismatch at communicator call " << mismatch.seq << " (iteration " << first.iteration
+      << "): ";
+  for (std::size_t i = 0; i < mismatch.ranks.size(); ++i) {
+    const CollectiveCall& call = mismatch.calls[i];
+    out << (i ? "; " : "") << "rank " << mismatch.ranks[i] << " " << collective_kind_name(call.kind) << " "
+        << call.bytes << " bytes";
+    if (call.issued_by >= 0) {
+      out << " issued by " << scenario_.model.modules[static_cast<std::size_t>(call.issued_by)].name;
+    }
+  }
+  return out.str();
+}
+
+WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* interrupt) {
+  sink_ = &sink;
+  result_ = WorldResult{};
+  const auto& training = scenario_.training;
+  result_.metrics.facts.ranks = ranks();
+  result_.metrics.facts.micro_batch = training.micro_batch;
+  result_.metrics.facts.seq_len = training.seq_len;
+  result_.metrics.facts.grad_accum = training.grad_accum;
+  // MFU convention: forward + backward = 3 x forward model FLOPs (research §6).
+  result_.metrics.facts.model_flops_per_gpu_iteration =
+      3 * scenario_.model.forward_flops(training.micro_batch, training.seq_len);
+
+  std::vector<HostTask> tasks;
+  for (auto& rank : ranks_) tasks.push_back(rank->run());
+  for (auto& task : tasks) task.start();
+
+  std::uint64_t since_check = 0;
+  while (engine_.run_one()) {
+    if (interrupt && ++since_check == 4096) {
+      since_check = 0;
+      if (interrupt->load(std::memory_order_relaxed)) {
+        result_.status = core::RunStatus::kInterrupted;
+        result_.message = "interrupted after " + std::to_string(finalized_) + " finished iterations";
+        break;
+      }
+    }
+    if (communicator_->mismatch()) break;
+  }
+  for (auto& task : tasks) task.rethrow_if_failed();
+  result_.events_processed = engine_.events_processed();
+  if (communicator_->mismatch()) {
+    result_.status = core::RunStatus::kCollectiveMismatch;
+    result_.message = describe_mismatch(*communicator_->mismatch());
+  } else if (result_.status == core::RunStatus::kOk) {
+    const bool all_done = std::all_of(tasks.begin(), tasks.end(), [](const HostTask& t) { return t.done(); });
+    if (!all_done) {
+      // Nothing left to happen yet some host is still blocked: ranks wait on collectives that
+      // others never issue — a hang.
+      std::ostringstream out;
+      out << "hang: ranks blocked on a collective that not every rank issued (ranks waiting:";
+      for (const int r : communicator_->ranks_waiting()) out << " " << r;
+      out << ") after " << finalized_ << " finished iterations";
+      result_.status = core::RunStatus::kCollectiveMismatch;
+      result_.message = out.str();
+    }
+  }
+  sink_ = nullptr;
+  return std::move(result_);
+}
+
+}  // namespace prefetchlab::sim

@@ -1,0 +1,83 @@
+#pragma once
+// The simulated cluster of one scenario: every rank's host thread and streams, one NCCL
+// communicator over the data-parallel group, and the bookkeeping that turns what happened into
+// core::Metrics. A run is a pure function of the scenario (and its seed).
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/metrics.hpp"
+#include "core/scenario.hpp"
+#include "sim/collective_cost_model.hpp"
+#include "sim/communicator.hpp"
+#include "sim/compute_model.hpp"
+#include "sim/event_engine.hpp"
+#include "sim/host_task.hpp"
+#include "sim/label_table.hpp"
+#include "sim/rank_process.hpp"
+#include "sim/trace_recorder.hpp"
+
+namespace prefetchlab::sim {
+
+// Receives each iteration as soon as every rank has finished it, so outputs are written as the
+// run goes (an interrupted run loses nothing already finished).
+struct IterationSink {
+  std::function<void(const core::IterationRecord& record, std::span<const core::TimingSample> samples,
+                     std::span<const core::BucketRecord> buckets)>
+      on_iteration;
+};
+
+struct WorldResult {
+  core::RunStatus status = core::RunStatus::kOk;
+  std::string message;  // what went wrong, for summary.json and the terminal
+  core::Metrics metrics;
+  std::uint64_t events_processed = 0;
+};
+
+class World final : public EventHandler {
+ public:
+  explicit World(const core::Scenario& scenario, bool record_trace = true);
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  // Runs every iteration. `interrupt`, when set by a signal handler, stops the run early with
+  // status interrupted.
+  WorldResult run(const IterationSink& sink = {}, const std::atomic<bool>* interrupt = nullptr);
+
+  const TraceRecorder& trace() const { return trace_; }
+  const LabelTable& labels() const { return labels_; }
+  const Communicator& communicator() const { return *communicator_; }
+  const core::Scenario& scenario() const { return scenario_; }
+  int ranks() const { return static_cast<int>(ranks_.size()); }
+
+  void on_event(std::int64_t tag) override;  // an iteration-end event on some rank
+
+ private:
+  void build_shared_context();
+  void finalize_ready_iterations();
+  core::IterationRecord combine(std::int32_t iteration, std::vector<core::TimingSample>& samples,
+                                std::vector<core::BucketRecord>& buckets) const;
+  std::string describe_mismatch(const CollectiveMismatch& mismatch) const;
+
+  const core::Scenario& scenario_;
+  EventEngine engine_;
+  CoroutineResumer resumer_;
+  LabelTable labels_;
+  TraceRecorder trace_;
+  std::unique_ptr<CollectiveCostModel> cost_model_;
+  std::unique_ptr<ComputeModel> compute_;
+  SharedRankContext shared_;
+  std::unique_ptr<Communicator> communicator_;
+  std::vector<std::unique_ptr<RankProcess>> ranks_;
+  std::vector<int> ranks_done_;  // per iteration (1-based)
+  std::int32_t finalized_ = 0;
+  const IterationSink* sink_ = nullptr;
+  WorldResult result_;
+};
+
+}  // namespace prefetchlab::sim
