@@ -578,6 +578,26 @@ TEST(Coordinator, ReuseDistanceCheckPrecedesEachModule) {
     EXPECT_EQ(d.info(2, Phase::kForward, kLmHead).on_demand.params, regathered ? 1 : 0)
         << "reuse " << reuse;
   }
+  // With 0 not even the very next module is scanned. A model where lm_head directly follows
+  // embed (trace: 0 root, 1 embed, 2 lm_head): embed releases at step 2 and would see p0 in
+  // trace[2] if the first module were always scanned; it is not, so p0 is gathered again.
+  pc::ModelSpec tiny;
+  tiny.params.push_back({"wte.weight", 1000, pc::DType::kBF16, 0, 0});
+  add_module(tiny, "", -1, {});
+  add_module(tiny, "embed", 0, {0});
+  add_module(tiny, "lm_head", 0, {0});
+  pc::Coordinator c(tiny, config(0, 0));
+  for (int it = 1; it <= 2; ++it) {
+    c.reset_step();
+    c.fetch_sub_module(0, Phase::kForward);
+    c.fetch_sub_module(1, Phase::kForward);
+    const auto released = c.release_sub_module(1, Phase::kForward);
+    const auto head = c.fetch_sub_module(2, Phase::kForward);
+    c.release_sub_module(2, Phase::kForward);
+    c.release_sub_module(0, Phase::kForward);
+    ASSERT_EQ(released.actions.size(), 1u) << "iteration " << it;
+    EXPECT_EQ(head.info.on_demand, (pc::ParamCount{1, 1000})) << "iteration " << it;
+  }
 }
 
 TEST(Coordinator, TiedWeightFetchedByTwoModules) {
