@@ -786,3 +786,26 @@ TEST(Coordinator, RejectsBadConfig) {
   pc::Coordinator ok(toy_model(), config(0));
   EXPECT_THROW(ok.fetch_sub_module(9, Phase::kForward), std::out_of_range);
 }
+
+TEST(Coordinator, ReleaseCandidatesAreCachedPerModuleAndStep) {
+  // DeepSpeed lru_caches __params_to_release on (module, step) for the coordinator's life, even
+  // across trace invalidation and re-recording. Reuse distance 441, bucket 0.
+  Driver d(toy_model(), config(0, 441));
+  d.iteration();  // #1 records the normal trace
+  d.iteration();  // #2: embed's release at step 2 sees lm_head (step 8) within 441: keeps p0
+  EXPECT_EQ(d.info(2, Phase::kForward, kLmHead).available, (pc::ParamCount{1, 1000}));
+  d.iteration({kLmHead});  // #3: lm_head is skipped -> invalidated at step 8
+  d.iteration({kLmHead});  // #4 records the trace without lm_head
+  d.iteration({kLmHead});  // #5 COMPLETE on the new trace
+  EXPECT_EQ(d.coord().trace_mode(), TraceMode::kComplete);
+  // On the new trace, a fresh scan from step 2 (block0 0, fc1 110, fc2 220, block1 220,
+  // fc1' 330, fc2' 440, root 440, block1 440, fc2' 550: stop) would not meet p0 and release
+  // it; the cached answer of #2 keeps it, so embed's forward release frees nothing in #5 and
+  // embed's backward fetch finds p0 resident.
+  for (const auto& e : d.events_of(5)) {
+    if (e.source == Source::kRelease && e.module == kEmbed && e.phase == Phase::kForward) {
+      ADD_FAILURE() << "embed released in forward";
+    }
+  }
+  EXPECT_EQ(d.info(5, Phase::kBackward, kEmbed).available, (pc::ParamCount{1, 1000}));
+}
