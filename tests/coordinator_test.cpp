@@ -809,3 +809,53 @@ TEST(Coordinator, ReleaseCandidatesAreCachedPerModuleAndStep) {
   }
   EXPECT_EQ(d.info(5, Phase::kBackward, kEmbed).available, (pc::ParamCount{1, 1000}));
 }
+
+TEST(Coordinator, GathersPerPhaseAndKindTable) {
+  // Iteration #2 (COMPLETE) of the toy model: (count, numel) of gathers per phase and kind for
+  // buckets 1e9 / 150 / 0 and reuse distances 1e9 / 0. No persistent parameters.
+  //
+  // bucket 1e9: root's round pops the whole queue (one gather of all 1440) and sets "most
+  //   recent step fetched for" of every param to its last use, so releases wait for the last
+  //   use whatever the reuse distance: backward gathers nothing.
+  // bucket 150, reuse 1e9: rounds {p0} 1000, {p1,p2,p3} 210, {p4..p7} 220, {p8} 10 (see
+  //   PrefetchRoundsOvershootByAtMostOneParameter); nothing is released before its last use.
+  // bucket 150, reuse 0:
+  //   step 0 root {p0} 1000; step 1 embed {p1,p2,p3} 210; embed's release frees p0 (its most
+  //   recent step is 1 <= 2 and nothing is scanned); step 2 block0 {p4..p7} 220; step 3 fc1
+  //   pops p8 (10) and p0@8 (released, so selected again: 1010 >= 150): {p0,p8} 1010;
+  //   fc1's release frees p1, p2 (most recent 3 <= 4); step 4 fc2 pops p0@10..p4@15 for free
+  //   (in flight or available, each raising "most recent" to its backward step) and selects
+  //   p1@16, p2@16 again: {p1,p2} 110, queue empty. From then on every param's most recent
+  //   step is its backward use, so nothing is released before it: 5 forward gathers, 2550;
+  //   backward none.
+  // bucket 0: on demand only; reuse 1e9 keeps everything (forward 5 gathers, 1440: p0 once);
+  //   reuse 0 frees after every module (each pass 6 gathers, 2440: p0 twice).
+  struct Row {
+    std::int64_t bucket;
+    std::int64_t reuse;
+    std::pair<int, std::int64_t> fwd_prefetch, fwd_on_demand, bwd_prefetch, bwd_on_demand;
+  };
+  const std::pair<int, std::int64_t> none{0, 0};
+  const std::vector<Row> rows{
+      {kHuge, kHuge, {1, 1440}, none, none, none},
+      {kHuge, 0, {1, 1440}, none, none, none},
+      {150, kHuge, {4, 1440}, none, none, none},
+      {150, 0, {5, 2550}, none, none, none},
+      {0, kHuge, none, {5, 1440}, none, none},
+      {0, 0, none, {6, 2440}, none, {6, 2440}},
+  };
+  for (const auto& row : rows) {
+    Driver d(toy_model(), config(row.bucket, row.reuse));
+    d.iteration();
+    d.iteration();
+    SCOPED_TRACE("bucket " + std::to_string(row.bucket) + " reuse " + std::to_string(row.reuse));
+    EXPECT_EQ(totals(d.gathers(2, Phase::kForward, GatherKind::kPrefetch)), row.fwd_prefetch);
+    EXPECT_EQ(totals(d.gathers(2, Phase::kForward, GatherKind::kOnDemand)), row.fwd_on_demand);
+    EXPECT_EQ(totals(d.gathers(2, Phase::kBackward, GatherKind::kPrefetch)), row.bwd_prefetch);
+    EXPECT_EQ(totals(d.gathers(2, Phase::kBackward, GatherKind::kOnDemand)), row.bwd_on_demand);
+    // Every iteration after the first is identical (the trace holds, state resets each
+    // forward): #3 gathers exactly what #2 did.
+    d.iteration();
+    EXPECT_EQ(totals(d.gathers(3)), totals(d.gathers(2)));
+  }
+}
