@@ -238,7 +238,9 @@ TEST(Coordinator, TraceModesAdvanceInvalidRecordComplete) {
   // The recorded trace is the 18 steps of the header comment; the parameter trace has 20
   // entries, one per (module step, direct param).
   EXPECT_EQ(d.coord().recorded_modules(),
-            (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 8, 5, 7, 6, 2, 4, 3, 1}));
+            (std::vector<int>{kRoot, kEmbed, kBlock0, kFc1, kFc2, kBlock1, kFc1b, kFc2b, kLmHead,
+                              kRoot, kLmHead, kBlock1, kFc2b, kFc1b, kBlock0, kFc2, kFc1,
+                              kEmbed}));
   EXPECT_EQ(d.coord().parameter_trace().param_ids(),
             (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 7, 8, 5, 6, 3, 4, 1, 2, 0}));
   EXPECT_EQ(d.coord().parameter_trace().param_step_ids(),
