@@ -40,7 +40,8 @@ struct Gather {
   std::int64_t numel = 0;          // sum of ds_numel (unpadded)
   std::int64_t padded_numel = 0;   // sum of ceil(ds_numel / W) * W: the gathered output buffer
   // False when world_size == 1: DeepSpeed then uses a no-gather handle and launches no
-  // collective (the shard already is the whole parameter).
+  // collective (the shard already is the whole parameter); waiting on such a handle
+  // synchronises the current stream on CUDA (NoGatherCoalescedHandle.wait).
   bool collective = true;
 };
 
