@@ -4,23 +4,6 @@
 
 namespace prefetchlab::core {
 
-const char* phase_name(Phase phase) {
-  switch (phase) {
-    case Phase::kForward:
-      return "forward";
-    case Phase::kBackward:
-      return "backward";
-  }
-  return "forward";
-}
-
-std::optional<Phase> parse_phase(std::string_view name) {
-  for (const Phase phase : {Phase::kForward, Phase::kBackward}) {
-    if (name == phase_name(phase)) return phase;
-  }
-  return std::nullopt;
-}
-
 namespace {
 constexpr RunStatus kAllStatuses[] = {RunStatus::kOk, RunStatus::kInterrupted,
                                       RunStatus::kCollectiveMismatch, RunStatus::kOutOfMemory,

@@ -14,15 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/phase.hpp"
 #include "core/trace_mode.hpp"
 
 namespace prefetchlab::core {
 
-enum class Phase { kForward, kBackward };
 
-// "forward", "backward" (the spelling of samples.csv's phase column).
-const char* phase_name(Phase phase);
-std::optional<Phase> parse_phase(std::string_view name);
 
 // One iteration = one forward + backward of one micro-batch on every rank (one reset_step),
 // plus the optimizer step when `optimizer_step` is set. Iterations are numbered from 1 (the

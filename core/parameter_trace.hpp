@@ -6,19 +6,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/trace_mode.hpp"
+
 namespace prefetchlab::core {
-
-// DeepSpeed's ZeRoTraceMode, with its numeric values.
-enum class TraceMode { kRecord = 1, kComplete = 2, kInvalid = 3 };
-
-constexpr const char* trace_mode_name(TraceMode mode) {
-  switch (mode) {
-    case TraceMode::kRecord: return "record";
-    case TraceMode::kComplete: return "complete";
-    case TraceMode::kInvalid: return "invalid";
-  }
-  return "?";
-}
 
 // One entry of the parameter trace (DeepSpeed's __ParamInTrace).
 struct ParamInTrace {

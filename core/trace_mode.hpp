@@ -8,7 +8,8 @@
 
 namespace prefetchlab::core {
 
-enum class TraceMode { kInvalid, kRecord, kComplete };
+// DeepSpeed's ZeRoTraceMode, with its numeric values.
+enum class TraceMode { kRecord = 1, kComplete = 2, kInvalid = 3 };
 
 // "invalid", "record", "complete".
 const char* trace_mode_name(TraceMode mode);
