@@ -58,13 +58,11 @@ void read_number(const YamlSection& s, std::string_view key, const Range& range,
 
 std::int64_t microseconds_to_ns(double us) { return std::llround(us * kNsPerUs); }
 
+// A host cost written in microseconds, kept in ns; replaces `target_ns` when `key` is present.
 void read_microseconds(const YamlSection& s, std::string_view key, std::int64_t& target_ns) {
-  double us = 0;
-  if (!s.has(key)) {
-    s.mark_known(key);
-    return;
-  }
-  read_number(s, key, {0, false, kMaxMicroseconds, "a number of microseconds in [0, 1000000]"}, us);
+  constexpr Range kHostCost{0, false, kMaxMicroseconds, "a number of microseconds in [0, 1000000]"};
+  double us = static_cast<double>(target_ns) / kNsPerUs;
+  read_number(s, key, kHostCost, us);
   target_ns = microseconds_to_ns(us);
 }
 
