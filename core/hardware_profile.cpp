@@ -213,6 +213,8 @@ HardwareProfile load_hardware_profile(const std::filesystem::path& file) {
   const auto host = read_section_if_present(root, "host_link", read_host_link);
   profile.network = read_section_if_present(root, "network", read_network);
   profile.max_nodes = get_small_int(root, "max_nodes", 1, 1'000'000);
+  profile.calibration =
+      read_calibration(root.section("calibration"), default_calibration(gpu ? gpu->model : ""));
   root.finish();
   require_keys(
       root,

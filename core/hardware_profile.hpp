@@ -2,7 +2,8 @@
 // A hardware profile holds facts about the parts as a vendor or a measurement states them
 // (GPU, links, NICs). Anything computed from those facts (aggregate link bandwidth, achievable
 // host copy rate, per-GPU network share) lives in hardware_derived.hpp, so a profile never
-// carries two numbers that can disagree.
+// carries two numbers that can disagree. The one exception is deliberate: `calibration` may
+// hold measured collective figures, which then replace what the cost model derives.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -10,6 +11,8 @@
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include "calibration.hpp"
 
 namespace prefetchlab::core {
 
@@ -60,6 +63,9 @@ struct HardwareProfile {
   HostLink host_link;
   std::optional<NetworkSpec> network;  // required when max_nodes > 1
   int max_nodes = 1;
+  // The cost models' tunable numbers: defaults for this GPU (default_calibration) with the
+  // profile's optional `calibration:` section applied over them.
+  CalibrationConstants calibration;
 };
 
 // Strict: unknown keys, wrong types, non-positive rates and keys that do not fit the link kind

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "calibration.hpp"
 #include "closest_match.hpp"
 #include "hardware_profile.hpp"
 #include "model_config.hpp"
@@ -44,7 +45,7 @@ TrainingConfig load_training(const YamlSection& section, std::int64_t max_positi
 }
 
 ClusterConfig load_cluster(const YamlSection& section, const BundledData& bundled) {
-  section.allow_only({"hardware", "nodes", "gpus_per_node"});
+  section.allow_only({"hardware", "nodes", "gpus_per_node", "calibration"});
   ClusterConfig cluster;
   cluster.hardware_ref = section.require_string("hardware");
   cluster.hardware = load_hardware_profile(
@@ -57,6 +58,9 @@ ClusterConfig load_cluster(const YamlSection& section, const BundledData& bundle
                               cluster.hardware_ref + "' has no network section",
                  "nodes: 1, or a profile with a network (NICs) between nodes");
   }
+  // The scenario's calibration overrides the profile's key by key.
+  cluster.calibration =
+      read_calibration(section.section("calibration"), cluster.hardware.calibration);
   section.finish();
   return cluster;
 }

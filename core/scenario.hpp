@@ -2,7 +2,7 @@
 // A scenario: everything one simulated (or real) run needs, loaded strictly from YAML.
 //   model:      bundled name (models/NAME.yaml) or path to a model YAML
 //   training:   micro_batch, seq_len, dtype, iterations, warmup_iterations, grad_accum
-//   cluster:    hardware (bundled name or path), nodes, gpus_per_node
+//   cluster:    hardware (bundled name or path), nodes, gpus_per_node, calibration
 //   zero:       DeepSpeed's zero_optimization keys inline, or ds_config: path/to/ds_config.json
 //   controller: the prefetch-bucket policy (omitted = static)
 //   noise:      seed
@@ -34,6 +34,9 @@ struct ClusterConfig {
   HardwareProfile hardware;
   std::int64_t nodes = 1;
   std::int64_t gpus_per_node = 0;  // defaults to the profile's GPUs per node
+  // What the cost models use: the profile's calibration with the scenario's
+  // `cluster.calibration:` keys applied over it (hardware.calibration keeps the profile's own).
+  CalibrationConstants calibration;
   std::int64_t world_size() const { return nodes * gpus_per_node; }
 };
 

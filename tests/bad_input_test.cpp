@@ -109,6 +109,15 @@ std::vector<BadInputCase> scenario_cases() {
        "", "scenario.yaml:12", "zero.stage3_max_live_parameters", ""},
       {"zero_stage_two", {{"scenario.yaml", scenario({{12, "  stage: 2"}})}}, "",
        "scenario.yaml:12", "zero.stage", ""},
+      {"calibration_unknown_key",
+       {{"scenario.yaml", scenario({{10, "  gpus_per_node: 8\n  calibration:\n    kernel_lanch_us: 5"}})}},
+       "", "scenario.yaml:12", "cluster.calibration.kernel_lanch_us", "kernel_launch_us"},
+      {"calibration_efficiency_above_one",
+       {{"scenario.yaml", scenario({{10, "  gpus_per_node: 8\n  calibration:\n    gemm_efficiency: 1.5"}})}},
+       "", "scenario.yaml:12", "cluster.calibration.gemm_efficiency", ""},
+      {"set_calibration_negative", {{"scenario.yaml", scenario()}},
+       "--set cluster.calibration.hook_overhead_us=-1", "--set cluster.calibration.hook_overhead_us",
+       "cluster.calibration.hook_overhead_us", ""},
   };
 }
 
@@ -203,6 +212,10 @@ std::vector<BadInputCase> file_cases() {
       {"hardware_bad_pcie_generation",
        {{"scenario.yaml", with_hardware}, {"hw.yaml", hardware_file({{11, "  pcie_generation: 9"}})}}, "",
        "hw.yaml:11", "intra_node_link.pcie_generation", ""},
+      {"hardware_calibration_zero_efficiency",
+       {{"scenario.yaml", with_hardware},
+        {"hw.yaml", hardware_file({{16, "  pcie_lanes: 16\ncalibration:\n  memory_efficiency: 0"}})}},
+       "", "hw.yaml:18", "calibration.memory_efficiency", ""},
       {"ds_config_missing_file", {{"scenario.yaml", with_ds_config}}, "", "scenario.yaml:12",
        "zero.ds_config", ""},
       {"ds_config_unknown_top_level_key",

@@ -1,0 +1,65 @@
+#pragma once
+// The tunable numbers of the cost models: how close kernels get to the hardware's peaks, what
+// the host pays per kernel, hook and collective, and optional measured collective figures that
+// replace the ones derived from link facts. Defaults come from the research notes
+// (/work/shared/research/hardware-and-allocator.md, "notes" below); where the notes are silent
+// the default is marked as an estimate to calibrate.
+//
+// Read from a hardware profile's optional `calibration:` section and, key by key over that,
+// from a scenario's optional `cluster.calibration:` section (YAML keys carry their units:
+//   gemm_efficiency, memory_efficiency, compute_time_scale, host_overhead_scale   (fractions)
+//   kernel_launch_us, hook_overhead_us, collective_launch_us, collective_latency_us
+//   allgather_bus_bandwidth_gb_per_s, reduce_scatter_bus_bandwidth_gb_per_s      (1e9 B/s)).
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "yaml_section.hpp"
+
+namespace prefetchlab::core {
+
+struct CalibrationConstants {
+  // Fraction of the dense tensor peak a large GEMM reaches (notes §2.2, MAMF). The default here
+  // is for a GPU the notes do not measure; default_gemm_efficiency() picks the measured one.
+  double gemm_efficiency = 0.8;
+  // Fraction of peak memory bandwidth a memory-bound kernel reaches. Notes §2.2: A100 40GB
+  // memcpy measured ~1.355 of 1.555 TB/s = 0.87 (PTsolvers/gpu-workshop-JuliaCon23 #7); the only
+  // such measurement in the notes, used for every GPU until calibrated.
+  double memory_efficiency = 0.87;
+  // What-if multiplier on every kernel's duration: 0 = free compute, 2 = twice as slow.
+  double compute_time_scale = 1.0;
+  // Host cost of one kernel launch from PyTorch eager mode (dispatcher + cudaLaunchKernel).
+  // The notes are silent on it; 5 us is an estimate to calibrate.
+  std::int64_t kernel_launch_ns = 5'000;
+  // Host cost of one DeepSpeed module hook (Python: trace bookkeeping, fetch/release logic).
+  // Notes §1.5: "framework-level (PyTorch/DeepSpeed Python) adds tens of us per call"; 20 us is
+  // the low end of that, an estimate to calibrate.
+  std::int64_t hook_overhead_ns = 20'000;
+  // Host cost of issuing one collective through torch.distributed (Python + NCCL enqueue).
+  // Notes §1.5: tens of us per call (a small all_gather_into_tensor takes ~110 us end to end,
+  // KuangjuX/NVSHMEM-Tutorial #23, of which NCCL's own floor is ~10-30 us); 20 us is an estimate.
+  std::int64_t collective_launch_ns = 20'000;
+  // Measured collective figures; unset = derived from the profile's link facts by the
+  // collective cost model. Bus bandwidth is nccl-tests' busbw (notes §1.4).
+  std::optional<double> allgather_bus_bandwidth_bytes_per_s;
+  std::optional<double> reduce_scatter_bus_bandwidth_bytes_per_s;
+  std::optional<std::int64_t> collective_latency_ns;
+  // Multiplier on every host cost above: 0 = free host, 1 = as calibrated.
+  double host_overhead_scale = 1.0;
+};
+
+// The MAMF fraction measured for the named GPU (notes §2.2, stas00 ml-engineering
+// compute/accelerator/README.md): A100 SXM 0.869, A100 PCIe 0.811, H100 SXM 0.803 (H200 "the
+// same"), GH200 0.838, B200 0.776, B300 0.786, GB200 0.729. Any other GPU: 0.8, the middle of the
+// notes' suggested 70-85% for large transformer GEMMs, to be calibrated.
+double default_gemm_efficiency(std::string_view gpu_model);
+
+// Defaults for a GPU: CalibrationConstants{} with default_gemm_efficiency(gpu_model).
+CalibrationConstants default_calibration(std::string_view gpu_model);
+
+// Reads a `calibration:` mapping over `base`: every key present replaces base's value, the rest
+// stay. Strict: unknown keys (with the closest suggestion), non-numbers and values out of range
+// are InputErrors naming file, line and key. An empty or missing section returns `base`.
+CalibrationConstants read_calibration(const YamlSection& section, const CalibrationConstants& base);
+
+}  // namespace prefetchlab::core

@@ -1,0 +1,24 @@
+#include "collective_cost_model.hpp"
+
+#include "ring_cost_model.hpp"
+
+namespace prefetchlab::sim {
+
+const char* collective_kind_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+  }
+  return "unknown";
+}
+
+std::unique_ptr<CollectiveCostModel> make_collective_cost_model(
+    const core::HardwareProfile& profile, const core::CalibrationConstants& calibration) {
+  return std::make_unique<RingCostModel>(profile, calibration);
+}
+
+}  // namespace prefetchlab::sim

@@ -1,0 +1,42 @@
+#pragma once
+// How long one NCCL collective takes on the device, from its kind, size and group. The
+// simulator asks only this interface, so models are swappable (as in SimGrid's network models):
+// the first is RingCostModel (ring_cost_model.hpp); a later one follows NCCL's tuner with
+// protocol and algorithm choice and replaces it through make_collective_cost_model.
+#include <cstdint>
+#include <memory>
+
+#include "core/calibration.hpp"
+#include "core/hardware_profile.hpp"
+#include "sim/event_engine.hpp"
+
+namespace prefetchlab::sim {
+
+enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce };
+
+// nccl-tests' names: "all_gather", "reduce_scatter", "all_reduce".
+const char* collective_kind_name(CollectiveKind kind);
+
+struct CollectiveShape {
+  CollectiveKind kind = CollectiveKind::kAllGather;
+  // nccl-tests' size column: the full gathered buffer for all-gather, the full input for
+  // reduce-scatter (both n x the per-rank shard), the buffer for all-reduce.
+  std::int64_t bytes = 0;
+  int ranks = 1;  // communicator size
+  int nodes = 1;  // ranks are spread evenly over this many nodes
+};
+
+class CollectiveCostModel {
+ public:
+  virtual ~CollectiveCostModel() = default;
+  // Device time of the collective from its start (every rank has reached it) to its end.
+  // A one-rank group costs 0. Throws std::invalid_argument on a shape that cannot exist
+  // (bytes < 0, ranks < 1, nodes < 1 or not dividing ranks, more nodes than the profile has).
+  virtual TimeNs duration_ns(const CollectiveShape& shape) const = 0;
+};
+
+// The model the simulator uses for this hardware and calibration (now: RingCostModel).
+std::unique_ptr<CollectiveCostModel> make_collective_cost_model(
+    const core::HardwareProfile& profile, const core::CalibrationConstants& calibration);
+
+}  // namespace prefetchlab::sim

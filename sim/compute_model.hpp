@@ -1,0 +1,80 @@
+#pragma once
+// Device time of kernels and host cost of issuing work, for one GPU of a hardware profile.
+// A kernel takes whichever is longer: its FLOPs at the dense peak times gemm_efficiency, or its
+// memory traffic at peak bandwidth times memory_efficiency (a roofline with two measured
+// ceilings; research hardware-and-allocator.md §2.2, "notes" below), then times
+// compute_time_scale. Durations are rounded to the nearest ns (std::llround: deterministic).
+// Not here: slow-down while collectives run on the same GPU (contention, notes §3) and
+// shape-dependent GEMM efficiency; both belong to a later step.
+#include <cstdint>
+
+#include "core/calibration.hpp"
+#include "core/hardware_profile.hpp"
+#include "core/model_spec.hpp"
+#include "sim/event_engine.hpp"
+
+namespace prefetchlab::sim {
+
+class ComputeModel {
+ public:
+  // `dtype` is the training dtype: GEMMs run at its peak (bf16/fp16 tensor cores; fp32 at the
+  // profile's fp32 rate, since PyTorch does not use TF32 for matmuls by default). Throws
+  // core::InputError naming the profile when it has no rate for that dtype.
+  ComputeModel(const core::HardwareProfile& profile, const core::CalibrationConstants& calibration,
+               core::DType dtype);
+
+  // One kernel: max(flops / (peak * gemm_efficiency), bytes / (bandwidth * memory_efficiency))
+  // * compute_time_scale. Doubles, since backward scales FLOPs by non-integer factors.
+  TimeNs kernel_ns(double flops, double bytes) const;
+
+  // A module's own forward work (children excluded) as one kernel.
+  TimeNs module_forward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
+                           std::int64_t seq_len) const;
+  // A module's own backward work, modelled as two kernels, each with the forward's memory
+  // traffic and the forward's FLOPs, except the attention core (the s^2 terms), whose FLOPs
+  // count 1.25x in each:
+  //  - matmuls: grad wrt input + grad wrt weight, each a GEMM of the forward's size (notes §6
+  //    "Backward ~ 2x forward for every matmul");
+  //  - attention core: a flash-style backward is ~2.5x its forward (5 vs 2 matmuls, notes §6);
+  //  - memory-bound parts: read the saved input and the output gradient, write the input
+  //    gradient: ~2x the forward's traffic (the same read-one-write-one shape twice).
+  // So backward >= 2x forward, exactly 2x for a module without attention.
+  TimeNs module_backward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
+                            std::int64_t seq_len) const;
+
+  // Device-to-device copy of `bytes`: reads and writes each byte once.
+  TimeNs copy_ns(std::int64_t bytes) const;
+
+  // Adam over this rank's fp32 shard of `shard_numel` elements: memory-bound (~12 FLOPs per
+  // element against 40+ bytes). Bytes per element, following DeepSpeed stage3.py's step() with
+  // e = the training dtype's size (2 for bf16):
+  //   grad norm over the e-byte gradient partition            e      (read)
+  //   gradient partition upcast to fp32                       e + 4  (read, write)
+  //   fused Adam: read param, grad, exp_avg, exp_avg_sq       16
+  //               write param, exp_avg, exp_avg_sq            12
+  //   updated fp32 master copied into the e-byte param shard  4 + e  (read, write)
+  // = 36 + 3e: 42 bytes for bf16/fp16, 48 for fp32. The 12 bytes of fp32 master + m + v are
+  // research §5.4 (ZeRO paper, K = 12); the per-kernel traffic is this derivation, not measured.
+  TimeNs optimizer_step_ns(std::int64_t shard_numel) const;
+  static std::int64_t optimizer_bytes_per_element(core::DType dtype);
+
+  // Host costs, times host_overhead_scale.
+  TimeNs kernel_launch_ns() const { return kernel_launch_ns_; }
+  TimeNs hook_overhead_ns() const { return hook_overhead_ns_; }
+  TimeNs collective_launch_ns() const { return collective_launch_ns_; }
+
+  // The two ceilings, after efficiency (for reports and tests).
+  double effective_flops_per_s() const { return effective_flops_per_s_; }
+  double effective_memory_bytes_per_s() const { return effective_memory_bytes_per_s_; }
+
+ private:
+  double effective_flops_per_s_ = 0;
+  double effective_memory_bytes_per_s_ = 0;
+  double compute_time_scale_ = 1;
+  core::DType dtype_;
+  TimeNs kernel_launch_ns_ = 0;
+  TimeNs hook_overhead_ns_ = 0;
+  TimeNs collective_launch_ns_ = 0;
+};
+
+}  // namespace prefetchlab::sim
