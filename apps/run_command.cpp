@@ -64,7 +64,8 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
 
 int run(const RunOptions& options) {
   const core::Scenario scenario = core::load_scenario(options.scenario, options.overrides, bundled_data());
-  const std::filesystem::path dir = options.output_dir.empty() ? scenario.output.dir : options.output_dir;
+  const std::filesystem::path dir =
+      options.output_dir.empty() ? scenario.output.dir : std::filesystem::path(options.output_dir);
   std::filesystem::create_directories(dir);
 
   // Row files are appended and flushed as each iteration finishes.

@@ -103,7 +103,7 @@ std::vector<DivergenceConfig> load_divergence(const YamlSection& top, const Mode
                                               std::int64_t iterations) {
   std::vector<DivergenceConfig> out;
   const YAML::Node list = top.raw("divergence");
-  if (!list) return out;
+  if (!list || list.IsNull()) return out;
   const std::string expected = "a list of {iteration: N, skip: [module names]}";
   if (!list.IsSequence()) top.fail("divergence", "is not a list", expected);
   std::vector<std::string> names;
