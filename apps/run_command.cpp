@@ -63,7 +63,21 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
 }
 
 int run(const RunOptions& options) {
-  const core::Scenario scenario = core::load_scenario(options.scenario, options.overrides, bundled_data());
+  core::Scenario scenario = core::load_scenario(options.scenario, options.overrides, bundled_data());
+  if (scenario.controller.policy != core::ControllerPolicy::kStatic) {
+    // Adaptive policies run in the simulator from the controller step on; until then a run
+    // that silently kept the bucket static would misreport what the user asked for.
+    throw core::InputError({scenario.file.string(), 0}, "controller.policy",
+                           std::string("'") + core::controller_policy_name(scenario.controller.policy) +
+                               "' is not simulated yet",
+                           "policy: static (or omit controller:)");
+  }
+  if (scenario.zero.offload_param.device != core::OffloadDevice::kNone ||
+      scenario.zero.offload_optimizer.device != core::OffloadDevice::kNone) {
+    scenario.notes.push_back(
+        "zero.offload_param / offload_optimizer are not simulated yet: parameters and optimizer "
+        "states are timed as if resident on the GPU");
+  }
   const std::filesystem::path dir =
       options.output_dir.empty() ? scenario.output.dir : std::filesystem::path(options.output_dir);
   std::filesystem::create_directories(dir);
@@ -88,11 +102,17 @@ int run(const RunOptions& options) {
 
   const core::SummaryStats stats =
       core::summarize(result.metrics, static_cast<int>(scenario.training.warmup_iterations));
-  core::write_json_atomically(dir / "summary.json",
-                              core::summary_to_json(stats, result.status, core::scenario_to_json(scenario),
-                                                    result.message));
+  nlohmann::ordered_json summary =
+      core::summary_to_json(stats, result.status, core::scenario_to_json(scenario), result.message);
+  const nlohmann::ordered_json checks = core::check_expectations(scenario.expect, result.status, stats);
+  summary["expectations"] = checks;
+  core::write_json_atomically(dir / "summary.json", summary);
   if (scenario.output.trace) sim::write_trace_json(dir / "trace.json", world);
   print_summary(scenario, stats, result, dir);
+  for (const auto& check : checks) {
+    std::cout << "expect " << check["check"].get<std::string>() << ": " << check["expected"].dump() << ", got "
+              << check["actual"].dump() << (check["met"].get<bool>() ? " (met)" : " (NOT MET)") << "\n";
+  }
   return core::run_status_exit_code(result.status);
 }
 

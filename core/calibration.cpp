@@ -129,6 +129,7 @@ CalibrationConstants read_calibration(const YamlSection& section,
   read_number(section, "gemm_efficiency", kEfficiency, c.gemm_efficiency);
   read_number(section, "memory_efficiency", kEfficiency, c.memory_efficiency);
   read_number(section, "compute_time_scale", kScale, c.compute_time_scale);
+  read_number(section, "copy_time_scale", kScale, c.copy_time_scale);
   read_microseconds(section, "kernel_launch_us", c.kernel_launch_ns);
   read_microseconds(section, "hook_overhead_us", c.hook_overhead_ns);
   read_microseconds(section, "collective_launch_us", c.collective_launch_ns);

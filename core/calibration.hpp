@@ -7,7 +7,8 @@
 //
 // Read from a hardware profile's optional `calibration:` section and, key by key over that,
 // from a scenario's optional `cluster.calibration:` section (YAML keys carry their units:
-//   gemm_efficiency, memory_efficiency, compute_time_scale, host_overhead_scale   (fractions)
+//   gemm_efficiency, memory_efficiency, compute_time_scale, copy_time_scale,
+//   host_overhead_scale   (fractions)
 //   kernel_launch_us, hook_overhead_us, collective_launch_us, collective_latency_us
 //   allgather_bus_bandwidth_gb_per_s, reduce_scatter_bus_bandwidth_gb_per_s      (1e9 B/s)).
 #include <cstdint>
@@ -28,6 +29,10 @@ struct CalibrationConstants {
   double memory_efficiency = 0.87;
   // What-if multiplier on every kernel's duration: 0 = free compute, 2 = twice as slow.
   double compute_time_scale = 1.0;
+  // What-if multiplier on the buffer copies around collectives (all-gather copy-in/copy-out,
+  // gradient bucket copies), on top of compute_time_scale: 0 = copies fused away, as an ideal
+  // implementation would; isolates the collectives themselves in studies.
+  double copy_time_scale = 1.0;
   // Host cost of one kernel launch from PyTorch eager mode (dispatcher + cudaLaunchKernel).
   // The notes are silent on it; 5 us is an estimate to calibrate.
   std::int64_t kernel_launch_ns = 5'000;

@@ -172,7 +172,8 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   for (const auto& assignment : overrides) apply_override(root, assignment, *source);
   const YamlSection top = YamlSection::from_node(root, source);
 
-  top.allow_only({"model", "training", "cluster", "zero", "controller", "noise", "output", "divergence"});
+  top.allow_only({"model", "training", "cluster", "zero", "controller", "noise", "output", "divergence",
+                  "expect"});
   Scenario scenario;
   scenario.file = file;
   scenario.name = file.stem().string();
@@ -210,6 +211,7 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   output.finish();
 
   scenario.divergence = load_divergence(top, scenario.model, scenario.training.iterations);
+  scenario.expect = load_expectations(top.section("expect"));
   top.finish();
   return scenario;
 }

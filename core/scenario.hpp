@@ -8,12 +8,14 @@
 //   noise:      seed
 //   output:     where and what to write
 //   divergence: iterations on which some modules do not run (trace invalidation)
+//   expect:     what a run must produce (status, metric ranges)
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "controller_config.hpp"
+#include "expectations.hpp"
 #include "hardware_profile.hpp"
 #include "model_spec.hpp"
 #include "zero_config.hpp"
@@ -69,6 +71,7 @@ struct Scenario {
   NoiseConfig noise;
   OutputConfig output;
   std::vector<DivergenceConfig> divergence;
+  Expectations expect;             // checked by `run`; bundled scenarios are regression tests
   std::vector<std::string> notes;  // accepted inputs that have no effect, said out loud
 };
 

@@ -18,6 +18,28 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
                     {"nodes", scenario.cluster.nodes},
                     {"gpus_per_node", scenario.cluster.gpus_per_node},
                     {"world_size", scenario.cluster.world_size()}};
+  const CalibrationConstants& cal = scenario.cluster.calibration;
+  nlohmann::ordered_json calibration = {
+      {"gemm_efficiency", cal.gemm_efficiency},
+      {"memory_efficiency", cal.memory_efficiency},
+      {"compute_time_scale", cal.compute_time_scale},
+      {"copy_time_scale", cal.copy_time_scale},
+      {"host_overhead_scale", cal.host_overhead_scale},
+      {"kernel_launch_ns", cal.kernel_launch_ns},
+      {"hook_overhead_ns", cal.hook_overhead_ns},
+      {"collective_launch_ns", cal.collective_launch_ns}};
+  // Unset overrides mean "derived from the profile's link facts".
+  calibration["allgather_bus_bandwidth_bytes_per_s"] =
+      cal.allgather_bus_bandwidth_bytes_per_s ? nlohmann::ordered_json(*cal.allgather_bus_bandwidth_bytes_per_s)
+                                              : nlohmann::ordered_json("derived");
+  calibration["reduce_scatter_bus_bandwidth_bytes_per_s"] =
+      cal.reduce_scatter_bus_bandwidth_bytes_per_s
+          ? nlohmann::ordered_json(*cal.reduce_scatter_bus_bandwidth_bytes_per_s)
+          : nlohmann::ordered_json("derived");
+  calibration["collective_latency_ns"] = cal.collective_latency_ns
+                                             ? nlohmann::ordered_json(*cal.collective_latency_ns)
+                                             : nlohmann::ordered_json("derived");
+  out["cluster"]["calibration"] = calibration;
   out["zero"] = zero_config_to_json(scenario.zero);
   const ControllerConfig& c = scenario.controller;
   nlohmann::ordered_json controller = {{"policy", controller_policy_name(c.policy)}};

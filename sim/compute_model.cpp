@@ -36,6 +36,7 @@ TimeNs scaled(std::int64_t ns, double scale) {
 ComputeModel::ComputeModel(const core::HardwareProfile& profile,
                            const core::CalibrationConstants& calibration, core::DType dtype)
     : compute_time_scale_(calibration.compute_time_scale),
+      copy_time_scale_(calibration.copy_time_scale),
       dtype_(dtype),
       kernel_launch_ns_(scaled(calibration.kernel_launch_ns, calibration.host_overhead_scale)),
       hook_overhead_ns_(scaled(calibration.hook_overhead_ns, calibration.host_overhead_scale)),
@@ -85,7 +86,7 @@ TimeNs ComputeModel::module_backward_ns(const core::ModuleSpec& module, std::int
 }
 
 TimeNs ComputeModel::copy_ns(std::int64_t bytes) const {
-  return kernel_ns(0, 2.0 * static_cast<double>(bytes));
+  return scaled(kernel_ns(0, 2.0 * static_cast<double>(bytes)), copy_time_scale_);
 }
 
 std::int64_t ComputeModel::optimizer_bytes_per_element(core::DType dtype) {

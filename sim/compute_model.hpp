@@ -71,6 +71,7 @@ class ComputeModel {
   double effective_flops_per_s_ = 0;
   double effective_memory_bytes_per_s_ = 0;
   double compute_time_scale_ = 1;
+  double copy_time_scale_ = 1;
   core::DType dtype_;
   TimeNs kernel_launch_ns_ = 0;
   TimeNs hook_overhead_ns_ = 0;

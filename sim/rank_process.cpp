@@ -66,6 +66,14 @@ HostTask RankProcess::spend(TimeNs host_ns) { co_await SleepFor{engine_, resumer
 
 HostTask RankProcess::host_sync(std::int32_t event) { co_await events_.host_wait(event); }
 
+HostTask RankProcess::host_sync_on_comm(std::int32_t event, TimeNs* idle_ns) {
+  const TimeNs blocked_from = engine_.now_ns();
+  co_await events_.host_wait(event);
+  // The compute stream only gets work from this host: if it drained before the host was
+  // released, it stayed idle from then (or from when the host blocked) until now.
+  if (compute_.idle()) *idle_ns += std::max<TimeNs>(0, engine_.now_ns() - std::max(blocked_from, compute_.last_done_ns()));
+}
+
 void RankProcess::host_span(std::int32_t label, TimeNs start_ns) {
   if (!shared_.trace->enabled() || engine_.now_ns() <= start_ns) return;
   TraceSpan span;
@@ -275,7 +283,7 @@ HostTask RankProcess::flush_reduce_bucket() {
   // Host throttle identical to the fetch path (research §2).
   while (!reduce_events_.empty() && events_.signaled(reduce_events_.front())) reduce_events_.pop_front();
   if (reduce_events_.size() > kMaxParamReduceEvents) {
-    co_await host_sync(reduce_events_.front());
+    co_await host_sync_on_comm(reduce_events_.front(), &current_->other_comm_idle_ns);
     reduce_events_.pop_front();
   }
   co_await spend(shared_.compute->collective_launch_ns());
@@ -346,7 +354,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
           ongoing_fetch_events_.pop_front();
         }
         if (ongoing_fetch_events_.size() > kMaxOngoingFetchEvents) {
-          co_await host_sync(ongoing_fetch_events_.front());
+          co_await host_sync_on_comm(ongoing_fetch_events_.front(),
+                                     &current_->stall_ns[static_cast<int>(context.phase)]);
           ongoing_fetch_events_.pop_front();
         }
       }
@@ -375,9 +384,7 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         }
         if (coalesced) launch_kernel(stream, shared_.compute->copy_ns(handle.flat_bytes), shared_.label_copy_out);
         if (w->context == core::WaitContext::kBlocking && last_done >= 0) {
-          const TimeNs blocked_from = engine_.now_ns();
-          co_await host_sync(last_done);
-          current_->regather_block_ns += engine_.now_ns() - blocked_from;
+          co_await host_sync_on_comm(last_done, &current_->regather_block_ns);
         }
       }
       if (w->context == core::WaitContext::kFetch) ongoing_fetch_events_.push_back(record(*all_gather_));
@@ -408,12 +415,16 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         call.label = shared_.kind_label[4];
         std::int32_t done = -1;
         issue_collective(compute_, call, done);
-        co_await host_sync(done);
+        co_await host_sync_on_comm(done, &current_->other_comm_idle_ns);
       }
     } else if (std::holds_alternative<core::OptimizerUpdate>(action)) {
       co_await spend(shared_.compute->kernel_launch_ns());
       const std::int64_t shard_numel = (scenario.model.total_numel() + world_size_ - 1) / world_size_;
       launch_kernel(compute_, shared_.compute->optimizer_step_ns(shard_numel), shared_.label_optimizer);
+      // The updated shards are what the next all-gathers copy in: the all-gather stream must
+      // not run ahead of the update (a data dependency DeepSpeed's ordering guarantees; the
+      // notes do not say where it synchronises, so it is modelled as a stream wait here).
+      wait(*all_gather_, record(compute_));
     }
     // TraceInvalidated needs no device work: the coordinator already appended the drain.
   }

@@ -32,9 +32,12 @@ struct RankIteration {
   std::int32_t backward_end_event = -1;
   std::int32_t iteration_end_event = -1;
   TimeNs reduce_scatter_done_ns = 0;  // host saw the end-of-backward sync complete
-  TimeNs regather_block_ns = 0;       // host blocked on the persistent re-gather
+  TimeNs regather_block_ns = 0;       // compute idle while the host waited for the persistent re-gather
+  TimeNs other_comm_idle_ns = 0;      // compute idle while the host waited on reduce events or trace checks
   TimeNs compute_ns = 0;
-  TimeNs stall_ns[2] = {0, 0};        // per core::Phase
+  // Compute idle because of parameter fetches, per core::Phase: blocked on the all-gather
+  // stream, or drained while the host was held by the fetch-event throttle.
+  TimeNs stall_ns[2] = {0, 0};
   TimeNs all_gather_ns = 0;
   TimeNs reduce_scatter_ns = 0;
   std::int64_t all_gather_count = 0;
@@ -113,6 +116,9 @@ class RankProcess final : public StreamObserver {
   HostTask gradients_ready(int module);
   HostTask flush_reduce_bucket();
   HostTask host_sync(std::int32_t event);
+  // A host synchronisation on communication: returns (via *idle_ns) how long the compute stream
+  // sat drained meanwhile — exposed communication that no stream wait shows.
+  HostTask host_sync_on_comm(std::int32_t event, TimeNs* idle_ns);
   HostTask spend(TimeNs host_ns);
 
   bool skipped(int module) const;

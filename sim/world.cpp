@@ -120,7 +120,8 @@ core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::T
     // Exposed communication: compute waiting for parameters, the reduce-scatter tail the
     // end-of-backward synchronisation waits for, and the blocking persistent re-gather.
     const TimeNs reduce_tail = std::max<TimeNs>(0, it.reduce_scatter_done_ns - backward_compute_end);
-    const TimeNs exposed = it.stall_ns[0] + it.stall_ns[1] + reduce_tail + it.regather_block_ns;
+    const TimeNs exposed =
+        it.stall_ns[0] + it.stall_ns[1] + reduce_tail + it.regather_block_ns + it.other_comm_idle_ns;
 
     record.optimizer_step = it.optimizer_step;
     record.trace_mode = it.trace_mode;

@@ -1,0 +1,87 @@
+#include "expectations.hpp"
+
+#include <array>
+#include <utility>
+
+namespace prefetchlab::core {
+namespace {
+
+constexpr std::array<std::pair<const char*, ExpectedMetric>, 8> kMetrics{{
+    {"steady_step_time_ms", ExpectedMetric::kSteadyStepTimeMs},
+    {"samples_per_second", ExpectedMetric::kSamplesPerSecond},
+    {"tflops_per_gpu", ExpectedMetric::kTflopsPerGpu},
+    {"exposed_comm_ms", ExpectedMetric::kExposedCommMs},
+    {"forward_stall_ms", ExpectedMetric::kForwardStallMs},
+    {"backward_stall_ms", ExpectedMetric::kBackwardStallMs},
+    {"peak_gathered_param_mib", ExpectedMetric::kPeakGatheredParamMib},
+    {"iterations", ExpectedMetric::kIterations},
+}};
+
+double value_of(ExpectedMetric metric, const SummaryStats& s) {
+  switch (metric) {
+    case ExpectedMetric::kSteadyStepTimeMs: return static_cast<double>(s.steady_step_time_ns) / 1e6;
+    case ExpectedMetric::kSamplesPerSecond: return s.samples_per_second;
+    case ExpectedMetric::kTflopsPerGpu: return s.tflops_per_gpu;
+    case ExpectedMetric::kExposedCommMs: return static_cast<double>(s.mean_exposed_comm_ns) / 1e6;
+    case ExpectedMetric::kForwardStallMs: return static_cast<double>(s.mean_forward_stall_ns) / 1e6;
+    case ExpectedMetric::kBackwardStallMs: return static_cast<double>(s.mean_backward_stall_ns) / 1e6;
+    case ExpectedMetric::kPeakGatheredParamMib:
+      return static_cast<double>(s.peak_gathered_param_bytes) / (1024.0 * 1024.0);
+    case ExpectedMetric::kIterations: return s.iterations;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Expectations load_expectations(const YamlSection& section) {
+  Expectations out;
+  if (section.has("status")) {
+    out.status = section.require_enum<RunStatus>(
+        "status", {{"ok", RunStatus::kOk},
+                   {"collective_mismatch", RunStatus::kCollectiveMismatch},
+                   {"oom", RunStatus::kOutOfMemory},
+                   {"interrupted", RunStatus::kInterrupted},
+                   {"error", RunStatus::kError}});
+  }
+  const std::string expected = "[min, max] with min <= max";
+  for (const auto& [key, metric] : kMetrics) {
+    if (!section.has(key)) continue;
+    const YAML::Node node = section.raw(key);
+    if (!node.IsSequence() || node.size() != 2 || !node[0].IsScalar() || !node[1].IsScalar()) {
+      section.fail(key, "is not a two-number list", expected);
+    }
+    ExpectedRange range{metric, key, 0, 0};
+    try {
+      range.min = node[0].as<double>();
+      range.max = node[1].as<double>();
+    } catch (const YAML::Exception&) {
+      section.fail(key, "holds something that is not a number", expected);
+    }
+    if (range.min > range.max) section.fail(key, "has min > max", expected);
+    out.ranges.push_back(range);
+  }
+  section.finish();
+  return out;
+}
+
+nlohmann::ordered_json check_expectations(const Expectations& expectations, RunStatus status,
+                                          const SummaryStats& stats) {
+  nlohmann::ordered_json checks = nlohmann::ordered_json::array();
+  if (expectations.status) {
+    checks.push_back({{"check", "status"},
+                      {"expected", run_status_name(*expectations.status)},
+                      {"actual", run_status_name(status)},
+                      {"met", *expectations.status == status}});
+  }
+  for (const auto& range : expectations.ranges) {
+    const double actual = value_of(range.metric, stats);
+    checks.push_back({{"check", range.key},
+                      {"expected", {range.min, range.max}},
+                      {"actual", actual},
+                      {"met", actual >= range.min && actual <= range.max}});
+  }
+  return checks;
+}
+
+}  // namespace prefetchlab::core
