@@ -1,0 +1,143 @@
+// Whole-simulation invariants on bundled scenarios (issue "Faithful ZeRO-3 simulation", done-when
+// 2): properties that must hold whatever the calibration, each able to fail if the executor
+// mis-orders streams, double-counts stalls or forgets a collective.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/scenario.hpp"
+#include "sim/world.hpp"
+
+namespace pc = prefetchlab::core;
+namespace ps = prefetchlab::sim;
+
+namespace {
+
+pc::Scenario scenario(const std::string& file, std::vector<std::string> overrides = {}) {
+  overrides.push_back("output.trace=false");
+  return pc::load_scenario(std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/" + file, overrides,
+                           pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR));
+}
+
+ps::WorldResult simulate(const pc::Scenario& s) {
+  ps::World world(s, /*record_trace=*/false);
+  return world.run();
+}
+
+std::int64_t total_stall(const pc::SummaryStats& stats) {
+  return stats.mean_forward_stall_ns + stats.mean_backward_stall_ns;
+}
+
+}  // namespace
+
+TEST(Simulation, FreeCommunicationExposesNothing) {
+  // Zero latency, (effectively) infinite bandwidth, no copies around the collectives: whatever
+  // the prefetch settings, compute never waits for communication.
+  for (const char* bucket : {"0", "1e5", "5e7"}) {
+    const auto s = scenario("gpt2-small-divergence.yaml",
+                            {"cluster.calibration.collective_latency_us=0",
+                             "cluster.calibration.allgather_bus_bandwidth_gb_per_s=1e12",
+                             "cluster.calibration.reduce_scatter_bus_bandwidth_gb_per_s=1e12",
+                             "cluster.calibration.copy_time_scale=0",
+                             std::string("zero.stage3_prefetch_bucket_size=") + bucket});
+    const auto result = simulate(s);
+    ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
+    for (const auto& it : result.metrics.iterations) {
+      EXPECT_EQ(it.exposed_comm_ns, 0) << "bucket " << bucket << " iteration " << it.iteration;
+      EXPECT_EQ(it.forward_stall_ns + it.backward_stall_ns, 0) << "iteration " << it.iteration;
+    }
+  }
+}
+
+TEST(Simulation, WithoutPrefetchOrComputeAllCommunicationIsExposed) {
+  // Bucket 0 and free compute and host: nothing overlaps, so each steady iteration is exactly
+  // its all-gathers plus its reduce-scatters, and every all-gather shows up as a fetch stall or
+  // as the blocking persistent re-gather.
+  const auto s = scenario("gpt2-small-divergence.yaml",
+                          {"zero.stage3_prefetch_bucket_size=0", "cluster.calibration.compute_time_scale=0",
+                           "cluster.calibration.host_overhead_scale=0", "divergence=[]"});
+  const auto result = simulate(s);
+  ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
+  ASSERT_EQ(result.metrics.iterations.size(), 10u);
+  for (const auto& it : result.metrics.iterations) {
+    if (it.iteration < 3) continue;  // iterations 1-2 also run the trace checks (broadcasts)
+    EXPECT_GT(it.all_gather_ns, 0);
+    EXPECT_EQ(it.exposed_comm_ns, it.all_gather_ns + it.reduce_scatter_ns) << "iteration " << it.iteration;
+    EXPECT_EQ(it.step_time_ns, it.exposed_comm_ns) << "iteration " << it.iteration;
+  }
+}
+
+TEST(Simulation, DefaultBucketBeatsNoPrefetchAndTinyBucketsWhenLatencyBound) {
+  // 32 ranks over 4 nodes: every collective pays the multi-node ring latency, so coalescing
+  // (DeepSpeed's 5e7) must stall less than one collective per parameter (1e5) or none (0).
+  auto stall_at = [](const char* bucket) {
+    const auto s = scenario("gpt2-medium-4-nodes.yaml", {std::string("zero.stage3_prefetch_bucket_size=") + bucket});
+    const auto result = simulate(s);
+    EXPECT_EQ(result.status, pc::RunStatus::kOk) << result.message;
+    return total_stall(pc::summarize(result.metrics, 2));
+  };
+  const auto at_default = stall_at("5e7");
+  const auto at_zero = stall_at("0");
+  const auto at_tiny = stall_at("1e5");
+  EXPECT_LT(at_default, at_zero);
+  EXPECT_LT(at_default, at_tiny);
+}
+
+TEST(Simulation, StepTimeIsNeverShorterThanCompute) {
+  for (const char* file : {"default.yaml", "bert-base-qa-2x-rtx4000ada.yaml", "tiny-llama-2x-h100.yaml",
+                           "llama-2-13b-grad-accum.yaml", "gpt2-small-divergence.yaml"}) {
+    const auto result = simulate(scenario(file));
+    ASSERT_EQ(result.status, pc::RunStatus::kOk) << file << ": " << result.message;
+    for (const auto& it : result.metrics.iterations) {
+      EXPECT_GE(it.step_time_ns, it.compute_ns) << file << " iteration " << it.iteration;
+      EXPECT_GE(it.step_time_ns, it.forward_ns + it.backward_ns) << file;
+      EXPECT_GT(it.compute_ns, 0) << file;
+    }
+  }
+}
+
+TEST(Simulation, DivergenceInvalidatesThenRerecordsThenPrefetches) {
+  // Iteration 5 skips transformer.h.11: the trace is invalidated mid-iteration (rest without
+  // prefetch), iteration 6 records, iteration 7 prefetches again like iterations 2-4.
+  const auto result = simulate(scenario("gpt2-small-divergence.yaml"));
+  ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
+  const auto& its = result.metrics.iterations;
+  ASSERT_EQ(its.size(), 10u);
+  const std::vector<pc::TraceMode> modes{pc::TraceMode::kRecord,   pc::TraceMode::kComplete,
+                                         pc::TraceMode::kComplete, pc::TraceMode::kComplete,
+                                         pc::TraceMode::kComplete, pc::TraceMode::kRecord,
+                                         pc::TraceMode::kComplete, pc::TraceMode::kComplete,
+                                         pc::TraceMode::kComplete, pc::TraceMode::kComplete};
+  for (std::size_t i = 0; i < its.size(); ++i) EXPECT_EQ(its[i].trace_mode, modes[i]) << "iteration " << i + 1;
+  // A recording iteration gathers module by module (no prefetch): many more collectives.
+  EXPECT_GT(its[5].all_gather_count, 10 * its[3].all_gather_count);
+  EXPECT_GT(its[4].all_gather_count, its[3].all_gather_count);  // the rest of 5 ran on demand
+  // Iteration 8 is steady again and identical to iteration 4.
+  EXPECT_EQ(its[7].all_gather_count, its[3].all_gather_count);
+  EXPECT_EQ(its[7].step_time_ns, its[3].step_time_ns);
+}
+
+TEST(Simulation, OptimizerStepsEveryGradAccumIterations) {
+  const auto result = simulate(scenario("llama-2-13b-grad-accum.yaml"));
+  ASSERT_EQ(result.status, pc::RunStatus::kOk);
+  for (const auto& it : result.metrics.iterations) {
+    EXPECT_EQ(it.optimizer_step, it.iteration % 4 == 0) << "iteration " << it.iteration;
+    EXPECT_EQ(it.optimizer_ns > 0, it.optimizer_step) << "iteration " << it.iteration;
+  }
+}
+
+TEST(Simulation, SamplesFollowTheSameRankAndPhaseRule) {
+  // One sample per fetch that has an earlier same-phase fetch on that rank in that iteration:
+  // per rank and phase, fetches - 1 samples; wait never exceeds interval.
+  const auto s = scenario("tiny-llama-2x-h100.yaml");
+  const auto result = simulate(s);
+  const std::size_t modules = s.model.modules.size();
+  const std::size_t per_iteration = 2 /*ranks*/ * 2 /*phases*/ * (modules - 1);
+  EXPECT_EQ(result.metrics.samples.size(), per_iteration * 6);
+  for (const auto& sample : result.metrics.samples) {
+    EXPECT_GE(sample.wait_ns, 0);
+    EXPECT_LE(sample.wait_ns, sample.interval_ns);
+    ASSERT_EQ(sample.extra.size(), 2u);
+  }
+  EXPECT_EQ(result.metrics.buckets.size(), 2u * 6);
+}
