@@ -326,7 +326,9 @@ FetchPlan Coordinator::fetch_sub_module(int module, Phase phase) {
 
   // B. Wait loop: mark the module active on each param; wait on each registered one.
   for (const int p : params) {
-    active_modules_[p].insert(module);
+    if (std::find(active_modules_[p].begin(), active_modules_[p].end(), module) == active_modules_[p].end()) {
+      active_modules_[p].push_back(module);
+    }
     if (registry_handle_[p] >= 0) pop_and_wait(p, WaitContext::kFetch, plan);
   }
   // C. compute stream waits for the all-gather stream.
@@ -391,7 +393,8 @@ FetchPlan Coordinator::fetch_sub_module(int module, Phase phase) {
 
 // __params_to_release (COMPLETE only), cached on (module, step) for the coordinator's life.
 const std::vector<int>& Coordinator::params_to_release(int module, int step) {
-  const auto key = std::make_pair(module, step);
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(module)) << 32) | static_cast<std::uint32_t>(step);
   if (const auto it = release_cache_.find(key); it != release_cache_.end()) return it->second;
   std::vector<int> candidates;
   for (const int p : module_params_[module]) {
@@ -419,7 +422,7 @@ Plan Coordinator::release_sub_module(int module, Phase /*phase*/) {
                                            ? params_to_release(module, step_id_)
                                            : module_params_[module];
   for (const int p : module_params_[module]) {
-    active_modules_[p].erase(module);
+    std::erase(active_modules_[p], module);
     if (std::find(candidates.begin(), candidates.end(), p) != candidates.end()) {
       release_param(p, plan);
     }

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -111,7 +112,9 @@ class Coordinator {
 
   // Parameter state.
   std::vector<ParamState> state_;
-  std::vector<std::set<int>> active_modules_;  // ds_active_sub_modules
+  // ds_active_sub_modules: a parameter is active in one or two modules at a time, so a small
+  // vector beats a node-based set on the hot path.
+  std::vector<std::vector<int>> active_modules_;
   // In-flight registry: param -> handle, iterated in insertion order (a Python dict).
   std::vector<int> registry_order_;
   std::vector<std::int64_t> registry_handle_;  // -1 when not in the registry
@@ -129,7 +132,9 @@ class Coordinator {
   int step_id_ = 0;
   // __params_to_release is functools.lru_cache'd on (module, step_id) and never cleared, not
   // even when the trace is invalidated and re-recorded; kept identical here.
-  std::map<std::pair<int, int>, std::vector<int>> release_cache_;
+  // (module, step) -> release candidates; looked up, never iterated, so hashing keeps results
+  // deterministic.
+  std::unordered_map<std::uint64_t, std::vector<int>> release_cache_;
   std::vector<char> selected_scratch_;  // per-param marks for one prefetch round
 };
 

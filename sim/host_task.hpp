@@ -4,6 +4,7 @@
 // Tasks nest (`co_await child_task`) with symmetric transfer, so the hook recursion of a module
 // tree reads like the framework code it models.
 #include <coroutine>
+#include <cstddef>
 #include <exception>
 #include <utility>
 
@@ -11,9 +12,20 @@
 
 namespace prefetchlab::sim {
 
+// Coroutine frames come and go for every module hook; recycling them through per-size free
+// lists (one pool per thread, frames never cross threads) keeps the allocator off the hot path.
+class FramePool {
+ public:
+  static void* allocate(std::size_t bytes);
+  static void release(void* frame, std::size_t bytes) noexcept;
+};
+
 class HostTask {
  public:
   struct promise_type {
+    static void* operator new(std::size_t bytes) { return FramePool::allocate(bytes); }
+    static void operator delete(void* frame, std::size_t bytes) noexcept { FramePool::release(frame, bytes); }
+
     std::coroutine_handle<> continuation;
     std::exception_ptr error;
 

@@ -57,14 +57,17 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   iterations_.reserve(static_cast<std::size_t>(shared.scenario->training.iterations));
 }
 
+RankProcess::HandleMemory& RankProcess::handle_memory(std::int64_t handle_id) {
+  const auto index = static_cast<std::size_t>(handle_id);
+  if (handle_memory_.size() <= index) handle_memory_.resize(index + 1);
+  return handle_memory_[index];
+}
+
 bool RankProcess::skipped(int module) const {
   const auto it = shared_.skipped.find(current_->iteration);
   return it != shared_.skipped.end() && it->second[static_cast<std::size_t>(module)];
 }
 
-HostTask RankProcess::spend(TimeNs host_ns) { co_await SleepFor{engine_, resumer_, host_ns}; }
-
-HostTask RankProcess::host_sync(std::int32_t event) { co_await events_.host_wait(event); }
 
 HostTask RankProcess::host_sync_on_comm(std::int32_t event, TimeNs* idle_ns) {
   const TimeNs blocked_from = engine_.now_ns();
@@ -96,8 +99,10 @@ void RankProcess::launch_kernel(Stream& stream, TimeNs duration_ns, std::int32_t
   stream.push(op);
 }
 
-std::int32_t RankProcess::record(Stream& stream) {
+std::int32_t RankProcess::record(Stream& stream, EventHandler* notify, std::int64_t notify_tag) {
   const std::int32_t event = events_.create();
+  events_.at(event).notify = notify;
+  events_.at(event).notify_tag = notify_tag;
   StreamOp op;
   op.kind = OpKind::kRecord;
   op.event = event;
@@ -185,9 +190,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
     Context optimizer_context;
     co_await execute(coordinator_.optimizer_step(), optimizer_context);
   }
-  current_->iteration_end_event = record(compute_);
-  events_.at(current_->iteration_end_event).notify = &iteration_done_;
-  events_.at(current_->iteration_end_event).notify_tag = iteration_done_base_ + iteration;
+  current_->iteration_end_event = record(compute_, &iteration_done_, iteration_done_base_ + iteration);
   host_span(shared_.label_iteration, host_start);
 }
 
@@ -324,7 +327,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
   const core::Scenario& scenario = *shared_.scenario;
   for (const core::PlanAction& action : plan.actions) {
     if (const auto* gather = std::get_if<core::Gather>(&action)) {
-      auto& memory = handle_memory_[gather->handle_id];
+      auto& memory = handle_memory(gather->handle_id);
+      memory.alive = true;
       memory.params.insert(memory.params.end(), gather->param_ids.begin(), gather->param_ids.end());
       ++current_->all_gather_count;
       current_->gathered_numel += gather->numel;
@@ -347,7 +351,9 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       if (shared_.trace->enabled()) call.param_ids = gather->param_ids;
       std::int32_t done = -1;
       issue_collective(*all_gather_, call, done);
-      gather_done_event_[gather->gather_id] = done;
+      const auto gather_index = static_cast<std::size_t>(gather->gather_id);
+      if (gather_done_event_.size() <= gather_index) gather_done_event_.resize(gather_index + 1, -1);
+      gather_done_event_[gather_index] = done;
     } else if (const auto* w = std::get_if<core::Wait>(&action)) {
       if (w->context == core::WaitContext::kFetch) {
         while (!ongoing_fetch_events_.empty() && events_.signaled(ongoing_fetch_events_.front())) {
@@ -361,16 +367,15 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       }
       // Fetch waits run under the all-gather stream; drains on the current (compute) stream.
       Stream& stream = w->context == core::WaitContext::kDrain ? compute_ : *all_gather_;
-      const auto memory = handle_memory_.find(w->handle_id);
-      if (w->first_on_handle && memory != handle_memory_.end() && memory->second.collective) {
-        HandleMemory& handle = memory->second;
+      HandleMemory& handle = handle_memory(w->handle_id);
+      if (w->first_on_handle && handle.alive && handle.collective) {
         std::int32_t last_done = -1;
         for (const std::int64_t id : w->gather_ids) {
-          const auto done = gather_done_event_.find(id);
-          if (done == gather_done_event_.end()) continue;
-          wait(stream, done->second);
-          last_done = done->second;
-          gather_done_event_.erase(done);
+          const auto index = static_cast<std::size_t>(id);
+          if (index >= gather_done_event_.size() || gather_done_event_[index] < 0) continue;
+          wait(stream, gather_done_event_[index]);
+          last_done = gather_done_event_[index];
+          gather_done_event_[index] = -1;
         }
         // Materialising a coalesced handle copies each parameter out of the flat buffer (≈2x
         // the bucket until the flat buffer goes, research §1.6); a single parameter is a view
@@ -388,10 +393,10 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         }
       }
       if (w->context == core::WaitContext::kFetch) ongoing_fetch_events_.push_back(record(*all_gather_));
-      if (w->last_on_handle && memory != handle_memory_.end()) {
+      if (w->last_on_handle && handle.alive) {
         // The flat buffer of a coalesced handle is dropped once no registry entry needs it.
-        if (memory->second.params.size() > 1) gathered_bytes_ -= memory->second.flat_bytes;
-        handle_memory_.erase(memory);
+        if (handle.params.size() > 1) gathered_bytes_ -= handle.flat_bytes;
+        handle = HandleMemory{};
       }
     } else if (const auto* release = std::get_if<core::Release>(&action)) {
       for (const int p : release->param_ids) {

@@ -107,7 +107,9 @@ class RankProcess final : public StreamObserver {
     std::int64_t flat_bytes = 0;
     std::vector<int> params;
     bool collective = false;
+    bool alive = false;
   };
+  HandleMemory& handle_memory(std::int64_t handle_id);
 
   HostTask run_iteration(std::int32_t iteration);
   HostTask forward(int module);
@@ -115,15 +117,17 @@ class RankProcess final : public StreamObserver {
   HostTask execute(const core::Plan& plan, Context& context);
   HostTask gradients_ready(int module);
   HostTask flush_reduce_bucket();
-  HostTask host_sync(std::int32_t event);
+  // Awaitables, not coroutines: these run on every hook and launch, so they must not allocate.
+  EventTable::HostWait host_sync(std::int32_t event) { return events_.host_wait(event); }
+  SleepFor spend(TimeNs host_ns) { return SleepFor{engine_, resumer_, host_ns}; }
   // A host synchronisation on communication: returns (via *idle_ns) how long the compute stream
   // sat drained meanwhile — exposed communication that no stream wait shows.
   HostTask host_sync_on_comm(std::int32_t event, TimeNs* idle_ns);
-  HostTask spend(TimeNs host_ns);
 
   bool skipped(int module) const;
   void launch_kernel(Stream& stream, TimeNs duration_ns, std::int32_t label);
-  std::int32_t record(Stream& stream);
+  // Records an event on `stream`; `notify` (if any) is told when it is signalled.
+  std::int32_t record(Stream& stream, EventHandler* notify = nullptr, std::int64_t notify_tag = 0);
   void wait(Stream& stream, std::int32_t event, StallKind stall = StallKind::kNone);
   std::int64_t issue_collective(Stream& user_stream, const CollectiveCall& call, std::int32_t& done_event);
   void take_fetch_end_sample(Context& context);
@@ -150,8 +154,10 @@ class RankProcess final : public StreamObserver {
 
   std::vector<RankIteration> iterations_;
   RankIteration* current_ = nullptr;
-  std::map<std::int64_t, std::int32_t> gather_done_event_;  // gather_id -> NCCL done event
-  std::map<std::int64_t, HandleMemory> handle_memory_;
+  // Indexed by the coordinator's gather and handle ids (dense, increasing): no tree lookups on
+  // the hot path. -1 / !alive marks ids that are done with.
+  std::vector<std::int32_t> gather_done_event_;  // gather_id -> NCCL done event
+  std::vector<HandleMemory> handle_memory_;      // handle_id -> gathered memory
   std::vector<std::int64_t> param_resident_bytes_;          // gathered bytes held per param
   std::deque<std::int32_t> ongoing_fetch_events_;           // DeepSpeed __ongoing_fetch_events
   std::deque<std::int32_t> reduce_events_;                  // stage3 param reduce events

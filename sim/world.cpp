@@ -144,6 +144,7 @@ core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::T
     first = false;
 
     buckets.push_back({iteration, rank->rank(), it.bucket_numel});
+    samples.reserve(samples.size() + it.fetches.size());
     // A sample per fetch that has an earlier same-phase fetch on this rank in this iteration:
     // wait = start→end on the compute stream (device events), interval = previous end→end.
     const RankIteration::Fetch* previous[2] = {nullptr, nullptr};
