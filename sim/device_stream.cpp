@@ -74,7 +74,9 @@ void Stream::on_event(std::int64_t tag) {
 void Stream::advance() {
   const TimeNs now = engine_.now_ns();
   while (!queue_.empty()) {
-    StreamOp& op = queue_.front();
+    // A copy: popping (or an observer pushing more work) must not leave us holding a dangling
+    // reference into the queue.
+    const StreamOp op = queue_.front();
     switch (state_) {
       case State::kRunningKernel:
       case State::kInCollective:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/event_engine.hpp"
+#include "sim/fifo_queue.hpp"
 #include "sim/host_task.hpp"
 
 namespace prefetchlab::sim {
@@ -108,7 +109,7 @@ class Stream final : public EventHandler {
   StreamObserver& observer_;
   int rank_;
   StreamKind kind_;
-  std::deque<StreamOp> queue_;
+  FifoQueue<StreamOp> queue_;
   State state_ = State::kReady;
   TimeNs started_ns_ = 0;  // of the head operation's current state
   TimeNs last_done_ns_ = 0;
