@@ -9,16 +9,7 @@
 namespace prefetchlab::core {
 
 ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, DType dtype) {
-  ModelSpec spec;
-  spec.name = name;
-  spec.architecture = "bert";
-  spec.hidden_size = config.hidden_size;
-  spec.num_layers = config.num_layers;
-  spec.num_heads = config.num_heads;
-  spec.num_kv_heads = config.num_heads;
-  spec.intermediate_size = config.intermediate_size;
-  spec.vocab_size = config.vocab_size;
-  spec.causal = false;
+  ModelSpec spec = model_spec_header(config, name, false);
 
   ModuleTreeBuilder b(spec, dtype);
   const std::int64_t e = b.element_bytes();

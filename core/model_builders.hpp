@@ -12,6 +12,9 @@ namespace prefetchlab::core {
 // Dispatches on config.architecture.
 ModelSpec build_model(const ModelConfig& config, const std::string& name, DType dtype);
 
+// The architecture numbers every family copies into its ModelSpec (modules and params empty).
+ModelSpec model_spec_header(const ModelConfig& config, const std::string& name, bool causal);
+
 ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, DType dtype);
 ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, DType dtype);
 ModelSpec build_llama_model(const ModelConfig& config, const std::string& name, DType dtype);

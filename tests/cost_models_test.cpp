@@ -4,6 +4,8 @@
 // and a scenario's `cluster.calibration:` override.
 #include <gtest/gtest.h>
 
+#include "input_error_testing.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -22,6 +24,7 @@
 #include "sim/compute_model.hpp"
 #include "sim/ring_cost_model.hpp"
 
+using prefetchlab::testing::expect_input_error;
 namespace pc = prefetchlab::core;
 namespace ps = prefetchlab::sim;
 namespace fs = std::filesystem;
@@ -52,16 +55,6 @@ ps::CollectiveShape all_gather(std::int64_t bytes, int ranks, int nodes = 1) {
 
 double as_double(ps::TimeNs ns) { return static_cast<double>(ns); }
 
-template <class F>
-pc::InputError expect_input_error(F action) {
-  try {
-    action();
-  } catch (const pc::InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return pc::InputError({}, "", "", "");
-}
 
 // A profile with a `calibration:` section; line numbers are used by the error cases below.
 const std::string kProfileHead =

@@ -3,6 +3,8 @@
 #include "core/hardware_profile.hpp"
 
 #include <gtest/gtest.h>
+
+#include "input_error_testing.hpp"
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include "core/hardware_derived.hpp"
 #include "core/input_error.hpp"
 
+using prefetchlab::testing::expect_input_error;
 namespace pc = prefetchlab::core;
 namespace fs = std::filesystem;
 
@@ -47,16 +50,6 @@ std::string with_line(const std::string& text, int line, const std::string& repl
   return out;
 }
 
-template <class F>
-pc::InputError expect_input_error(F action) {
-  try {
-    action();
-  } catch (const pc::InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return pc::InputError({}, "", "", "");
-}
 
 // Line numbers are used by the error cases below.
 const std::string kNvlinkBox =

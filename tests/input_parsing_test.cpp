@@ -1,10 +1,13 @@
 // Size parsing, "did you mean", and the strict YAML section reader every loader uses.
 #include <gtest/gtest.h>
 
+#include "input_error_testing.hpp"
+
 #include "core/closest_match.hpp"
 #include "core/size_value.hpp"
 #include "core/yaml_section.hpp"
 
+using prefetchlab::testing::expect_input_error;
 namespace pc = prefetchlab::core;
 
 TEST(SizeValue, CountsAcceptScientificAndPlainForms) {
@@ -40,23 +43,8 @@ TEST(ClosestMatch, SuggestsNearKeysOnly) {
 }
 
 namespace {
-pc::YamlSection parse(const std::string& text) {
-  auto source = std::make_shared<pc::YamlSource>();
-  source->file = "test.yaml";
-  return pc::YamlSection::from_node(YAML::Load(text), source);
-}
+pc::YamlSection parse(const std::string& text) { return prefetchlab::testing::parse_yaml(text, "test.yaml"); }
 
-// Runs `action` and returns the InputError it throws (fails the test if none).
-template <class F>
-pc::InputError expect_input_error(F action) {
-  try {
-    action();
-  } catch (const pc::InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return pc::InputError({}, "", "", "");
-}
 }  // namespace
 
 TEST(YamlSection, ReadsTypedValuesAndDefaults) {

@@ -2,6 +2,8 @@
 // and per-layer numbers are those of research hardware-and-allocator.md §6.
 #include <gtest/gtest.h>
 
+#include "input_error_testing.hpp"
+
 #include "published_counts.hpp"
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include "core/model_config.hpp"
 #include "core/persistence.hpp"
 
+using prefetchlab::testing::expect_input_error;
 namespace pc = prefetchlab::core;
 
 namespace {
@@ -31,22 +34,8 @@ pc::ModelConfig bundled_config(const std::string& name) {
   return pc::load_model_config(pc::YamlSection::load_file((kModelsDir / (name + ".yaml")).string()));
 }
 
-pc::YamlSection parse(const std::string& text) {
-  auto source = std::make_shared<pc::YamlSource>();
-  source->file = "model.yaml";
-  return pc::YamlSection::from_node(YAML::Load(text), source);
-}
+pc::YamlSection parse(const std::string& text) { return prefetchlab::testing::parse_yaml(text, "model.yaml"); }
 
-template <class F>
-pc::InputError expect_input_error(F action) {
-  try {
-    action();
-  } catch (const pc::InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return pc::InputError({}, "", "", "");
-}
 
 int module_index(const pc::ModelSpec& spec, const std::string& name) {
   for (std::size_t i = 0; i < spec.modules.size(); ++i) {

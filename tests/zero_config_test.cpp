@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "input_error_testing.hpp"
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,7 @@
 
 #include "core/ds_config_file.hpp"
 
+using prefetchlab::testing::expect_input_error;
 namespace pc = prefetchlab::core;
 namespace fs = std::filesystem;
 
@@ -70,16 +73,6 @@ Loaded load(const TempDir& dir, const std::string& scenario_yaml,
   return out;
 }
 
-template <class F>
-pc::InputError expect_input_error(F action) {
-  try {
-    action();
-  } catch (const pc::InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return pc::InputError({}, "", "", "");
-}
 
 // Loads a scenario that refers to ds_config.json with `json`, expecting an InputError.
 pc::InputError json_error(const TempDir& dir, const std::string& json,
