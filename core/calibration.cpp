@@ -141,6 +141,8 @@ CalibrationConstants read_calibration(const YamlSection& section,
   read_override(section, "collective_latency_us", kLatency, c.collective_latency_ns,
                 microseconds_to_ns);
   read_number(section, "host_overhead_scale", kScale, c.host_overhead_scale);
+  read_number(section, "contention_compute_slowdown", kScale, c.contention_compute_slowdown);
+  read_number(section, "contention_collective_slowdown", kScale, c.contention_collective_slowdown);
   section.finish();
   return c;
 }

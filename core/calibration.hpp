@@ -51,6 +51,13 @@ struct CalibrationConstants {
   std::optional<std::int64_t> collective_latency_ns;
   // Multiplier on every host cost above: 0 = free host, 1 = as calibrated.
   double host_overhead_scale = 1.0;
+  // Contention while a collective runs on a GPU (notes §3): its compute kernels run
+  // 1 + compute slowdown times longer (Lee et al., arXiv:2507.03114: 18.9% on average over
+  // A100/H100 GPT and Llama runs, 40% at most), and a collective that starts while compute is
+  // running takes 1 + collective slowdown times longer (notes: "beta ~0.1-1.0"; the low end, to
+  // calibrate with a two-stream GEMM + all-gather test). 0 turns either effect off.
+  double contention_compute_slowdown = 0.19;
+  double contention_collective_slowdown = 0.1;
 };
 
 // The MAMF fraction measured for the named GPU (notes §2.2, stas00 ml-engineering

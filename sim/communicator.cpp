@@ -1,16 +1,17 @@
 #include "communicator.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace prefetchlab::sim {
 
 Communicator::Communicator(EventEngine& engine, const CollectiveCostModel& cost_model, int ranks,
-                           int nodes, DoneCallback on_done)
+                           int nodes, CollectiveListener& listener)
     : engine_(engine),
       cost_model_(cost_model),
       ranks_(ranks),
       nodes_(nodes),
-      on_done_(std::move(on_done)),
+      listener_(listener),
       issued_(static_cast<std::size_t>(ranks)) {}
 
 std::int64_t Communicator::issue(int rank, const CollectiveCall& call) {
@@ -54,13 +55,14 @@ void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
     }
   }
   s.start_ns = engine_.now_ns();
-  const TimeNs duration = cost_model_.duration_ns({reference.kind, reference.bytes, ranks_, nodes_});
-  engine_.schedule_after(duration, *this, seq);
+  const TimeNs base_ns = cost_model_.duration_ns({reference.kind, reference.bytes, ranks_, nodes_});
+  const double stretch = listener_.on_collective_start(seq, reference);
+  engine_.schedule_after(static_cast<TimeNs>(std::llround(static_cast<double>(base_ns) * stretch)), *this, seq);
 }
 
 void Communicator::on_event(std::int64_t seq) {
   Slot& s = slot(seq);
-  on_done_(seq, call(0, seq), s.start_ns, engine_.now_ns());
+  listener_.on_collective_done(seq, call(0, seq), s.start_ns, engine_.now_ns());
   for (Stream* stream : s.arrived) stream->collective_done();
 }
 

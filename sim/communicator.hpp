@@ -5,7 +5,6 @@
 // that reach different collectives (kind or size) are a *collective mismatch*: the hang a real
 // job would suffer, reported with where it happened.
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,13 +33,22 @@ struct CollectiveMismatch {
   std::vector<CollectiveCall> calls;  // per rank in `ranks`
 };
 
+// Told when a collective starts (everyone arrived) and ends; the start hook returns a factor
+// that stretches the collective (contention with compute, research hardware-and-allocator.md §3).
+class CollectiveListener {
+ public:
+  virtual double on_collective_start(std::int64_t seq, const CollectiveCall& call) = 0;
+  virtual void on_collective_done(std::int64_t seq, const CollectiveCall& call, TimeNs start_ns,
+                                  TimeNs end_ns) = 0;
+
+ protected:
+  ~CollectiveListener() = default;
+};
+
 class Communicator final : public EventHandler {
  public:
-  // `on_done(seq, start_ns, end_ns)` reports each finished collective once (for traces/metrics).
-  using DoneCallback = std::function<void(std::int64_t seq, const CollectiveCall& call,
-                                          TimeNs start_ns, TimeNs end_ns)>;
   Communicator(EventEngine& engine, const CollectiveCostModel& cost_model, int ranks, int nodes,
-               DoneCallback on_done);
+               CollectiveListener& listener);
 
   // Rank `rank` issues its next collective (host time); returns the call's sequence number.
   std::int64_t issue(int rank, const CollectiveCall& call);
@@ -66,7 +74,7 @@ class Communicator final : public EventHandler {
   const CollectiveCostModel& cost_model_;
   int ranks_;
   int nodes_;
-  DoneCallback on_done_;
+  CollectiveListener& listener_;
   std::vector<std::vector<CollectiveCall>> issued_;  // per rank, in issue order
   std::vector<Slot> slots_;                          // by seq
   std::optional<CollectiveMismatch> mismatch_;

@@ -1,11 +1,16 @@
 #include "device_stream.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace prefetchlab::sim {
 namespace {
-constexpr std::int64_t kTagKernelDone = 0;
-constexpr std::int64_t kTagWake = 1;
+// Event tags: -1 wakes the stream; a non-negative tag is the generation of a kernel completion.
+constexpr std::int64_t kTagWake = -1;
+TimeNs stretched(double work_ns, double slowdown) {
+  return static_cast<TimeNs>(std::ceil(work_ns * slowdown - 1e-9));
+}
 }  // namespace
 
 const char* stream_kind_name(StreamKind kind) {
@@ -50,16 +55,27 @@ void Stream::wake() {
 }
 
 void Stream::collective_done() {
-  const StreamOp op = queue_.front();
   queue_.pop_front();
   state_ = State::kReady;
   last_done_ns_ = engine_.now_ns();
-  (void)op;
   advance();
 }
 
+void Stream::set_slowdown(double slowdown) {
+  if (slowdown == slowdown_) return;
+  if (state_ == State::kRunningKernel) {
+    const TimeNs now = engine_.now_ns();
+    kernel_done_work_ns_ += static_cast<double>(now - kernel_progress_at_ns_) / slowdown_;
+    kernel_progress_at_ns_ = now;
+    const double remaining = std::max(0.0, static_cast<double>(queue_.front().duration_ns) - kernel_done_work_ns_);
+    engine_.schedule_after(stretched(remaining, slowdown), *this, ++kernel_generation_);
+  }
+  slowdown_ = slowdown;
+}
+
 void Stream::on_event(std::int64_t tag) {
-  if (tag == kTagKernelDone) {
+  if (tag >= 0 && tag != kernel_generation_) return;  // superseded by a reschedule
+  if (tag >= 0) {
     const StreamOp op = queue_.front();
     queue_.pop_front();
     state_ = State::kReady;
@@ -95,7 +111,9 @@ void Stream::advance() {
       case OpKind::kKernel:
         state_ = State::kRunningKernel;
         started_ns_ = now;
-        engine_.schedule_after(op.duration_ns, *this, kTagKernelDone);
+        kernel_done_work_ns_ = 0;
+        kernel_progress_at_ns_ = now;
+        engine_.schedule_after(stretched(static_cast<double>(op.duration_ns), slowdown_), *this, ++kernel_generation_);
         return;
       case OpKind::kRecord:
         queue_.pop_front();

@@ -92,6 +92,11 @@ class Stream final : public EventHandler {
   // An event this stream waits on was signalled.
   void wake();
 
+  // Kernels on this stream run `slowdown` times slower from now on (1 = full speed); the
+  // running kernel's remaining work is rescheduled at the new speed.
+  void set_slowdown(double slowdown);
+  bool running_kernel() const { return state_ == State::kRunningKernel; }
+
   int rank() const { return rank_; }
   StreamKind kind() const { return kind_; }
   bool idle() const { return queue_.empty() && state_ == State::kReady; }
@@ -112,6 +117,12 @@ class Stream final : public EventHandler {
   FifoQueue<StreamOp> queue_;
   State state_ = State::kReady;
   TimeNs started_ns_ = 0;  // of the head operation's current state
+  // The running kernel's progress in full-speed nanoseconds, and when it was last updated;
+  // completion events carry a generation so that a rescheduled kernel's old event is ignored.
+  double kernel_done_work_ns_ = 0;
+  TimeNs kernel_progress_at_ns_ = 0;
+  std::int64_t kernel_generation_ = 0;
+  double slowdown_ = 1.0;
   TimeNs last_done_ns_ = 0;
   bool wake_scheduled_ = false;
 };

@@ -88,6 +88,7 @@ class RankProcess final : public StreamObserver {
   const RankIteration& iteration(std::int32_t i) const { return iterations_.at(static_cast<std::size_t>(i - 1)); }
   const EventTable& events() const { return events_; }
   const core::Coordinator& coordinator() const { return coordinator_; }
+  Stream& compute_stream() { return compute_; }
 
   // StreamObserver
   void on_kernel_done(const Stream& stream, const StreamOp& op, TimeNs start_ns, TimeNs end_ns) override;

@@ -15,25 +15,8 @@ World::World(const core::Scenario& scenario, bool record_trace)
                                               scenario.training.dtype)) {
   build_shared_context();
   const int world_size = static_cast<int>(scenario.cluster.world_size());
-  communicator_ = std::make_unique<Communicator>(
-      engine_, *cost_model_, world_size, static_cast<int>(scenario.cluster.nodes),
-      [this](std::int64_t seq, const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns) {
-        for (auto& rank : ranks_) rank->on_collective_done(call, start_ns, end_ns);
-        if (!trace_.enabled()) return;
-        for (auto& rank : ranks_) {
-          TraceSpan span;
-          span.start_ns = start_ns;
-          span.duration_ns = end_ns - start_ns;
-          span.rank = rank->rank();
-          span.label = call.label;
-          span.iteration = call.iteration;
-          span.collective_seq = seq;
-          span.track = Track::kNccl;
-          span.kind = SpanKind::kCollective;
-          span.phase = static_cast<std::uint8_t>(call.phase);
-          trace_.add(span);
-        }
-      });
+  communicator_ = std::make_unique<Communicator>(engine_, *cost_model_, world_size,
+                                                 static_cast<int>(scenario.cluster.nodes), *this);
   const auto iterations = static_cast<std::int32_t>(scenario.training.iterations);
   ranks_done_.assign(static_cast<std::size_t>(iterations) + 1, 0);
   for (int r = 0; r < world_size; ++r) {
@@ -43,6 +26,39 @@ World::World(const core::Scenario& scenario, bool record_trace)
 }
 
 World::~World() = default;
+
+// The data-parallel communicator runs one collective at a time, so "a collective is running on
+// this GPU" is exactly the span between these two calls, on every rank.
+double World::on_collective_start(std::int64_t, const CollectiveCall&) {
+  const auto& calibration = scenario_.cluster.calibration;
+  bool computing = false;
+  for (auto& rank : ranks_) {
+    computing = computing || rank->compute_stream().running_kernel();
+    rank->compute_stream().set_slowdown(1.0 + calibration.contention_compute_slowdown);
+  }
+  return computing ? 1.0 + calibration.contention_collective_slowdown : 1.0;
+}
+
+void World::on_collective_done(std::int64_t seq, const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns) {
+  for (auto& rank : ranks_) {
+    rank->compute_stream().set_slowdown(1.0);
+    rank->on_collective_done(call, start_ns, end_ns);
+  }
+  if (!trace_.enabled()) return;
+  for (auto& rank : ranks_) {
+    TraceSpan span;
+    span.start_ns = start_ns;
+    span.duration_ns = end_ns - start_ns;
+    span.rank = rank->rank();
+    span.label = call.label;
+    span.iteration = call.iteration;
+    span.collective_seq = seq;
+    span.track = Track::kNccl;
+    span.kind = SpanKind::kCollective;
+    span.phase = static_cast<std::uint8_t>(call.phase);
+    trace_.add(span);
+  }
+}
 
 void World::build_shared_context() {
   const core::ModelSpec& model = scenario_.model;

@@ -38,7 +38,7 @@ struct WorldResult {
   std::uint64_t events_processed = 0;
 };
 
-class World final : public EventHandler {
+class World final : public EventHandler, public CollectiveListener {
  public:
   explicit World(const core::Scenario& scenario, bool record_trace = true);
   ~World();
@@ -56,6 +56,8 @@ class World final : public EventHandler {
   int ranks() const { return static_cast<int>(ranks_.size()); }
 
   void on_event(std::int64_t tag) override;  // an iteration-end event on some rank
+  double on_collective_start(std::int64_t seq, const CollectiveCall& call) override;
+  void on_collective_done(std::int64_t seq, const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns) override;
 
  private:
   void build_shared_context();

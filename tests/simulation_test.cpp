@@ -141,3 +141,24 @@ TEST(Simulation, SamplesFollowTheSameRankAndPhaseRule) {
   }
   EXPECT_EQ(result.metrics.buckets.size(), 2u * 6);
 }
+
+TEST(Simulation, ContentionSlowsOverlappedComputeAndIsOffAtZero) {
+  const auto with = simulate(scenario("default.yaml"));
+  const auto without = simulate(scenario("default.yaml", {"cluster.calibration.contention_compute_slowdown=0",
+                                                          "cluster.calibration.contention_collective_slowdown=0"}));
+  const auto only_compute = simulate(scenario("default.yaml", {"cluster.calibration.contention_collective_slowdown=0"}));
+  const auto s_with = pc::summarize(with.metrics, 2);
+  const auto s_without = pc::summarize(without.metrics, 2);
+  const auto s_compute = pc::summarize(only_compute.metrics, 2);
+  EXPECT_GT(s_with.steady_step_time_ns, s_without.steady_step_time_ns);
+  EXPECT_GT(s_compute.steady_step_time_ns, s_without.steady_step_time_ns);
+  // Off means off: the compute kernels keep exactly their modelled durations.
+  for (std::size_t i = 0; i < without.metrics.iterations.size(); ++i) {
+    EXPECT_LE(without.metrics.iterations[i].compute_ns, with.metrics.iterations[i].compute_ns);
+  }
+  const auto compute_model_only = simulate(scenario(
+      "default.yaml", {"cluster.calibration.contention_compute_slowdown=0",
+                       "cluster.calibration.contention_collective_slowdown=0", "zero.stage3_prefetch_bucket_size=0"}));
+  EXPECT_EQ(compute_model_only.metrics.iterations.back().compute_ns, without.metrics.iterations.back().compute_ns)
+      << "compute time must not depend on overlap when contention is off";
+}
