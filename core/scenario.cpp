@@ -100,7 +100,7 @@ void reconcile_adaptive_keys(const YamlSection& top, const YamlSection& controll
 
 // divergence: a list of {iteration: N, skip: [module names]}.
 std::vector<DivergenceConfig> load_divergence(const YamlSection& top, const ModelSpec& model,
-                                              std::int64_t iterations) {
+                                              std::int64_t iterations, std::int64_t world_size) {
   std::vector<DivergenceConfig> out;
   const YAML::Node list = top.raw("divergence");
   if (!list || list.IsNull()) return out;
@@ -111,7 +111,7 @@ std::vector<DivergenceConfig> load_divergence(const YamlSection& top, const Mode
   for (std::size_t i = 0; i < list.size(); ++i) {
     const YamlSection entry(list[i], top.source(), "divergence[" + std::to_string(i) + "]",
                             list[i].Mark().line + 1);
-    entry.allow_only({"iteration", "skip"});
+    entry.allow_only({"iteration", "skip", "ranks"});
     DivergenceConfig divergence;
     divergence.iteration = entry.require_int("iteration", 1, iterations);
     const YAML::Node skip = entry.raw("skip");
@@ -128,6 +128,23 @@ std::vector<DivergenceConfig> load_divergence(const YamlSection& top, const Mode
                          closest_match(name, names));
       }
       divergence.skipped_modules.push_back(static_cast<int>(found - names.begin()));
+    }
+    if (const YAML::Node ranks = entry.raw("ranks"); ranks && !ranks.IsNull()) {
+      const std::string ranks_expected = "a list of ranks in [0, " + std::to_string(world_size - 1) + "]";
+      if (!ranks.IsSequence() || ranks.size() == 0) entry.fail("ranks", "is not a non-empty list", ranks_expected);
+      for (const auto& item : ranks) {
+        int rank = -1;
+        try {
+          rank = item.as<int>();
+        } catch (const YAML::Exception&) {
+        }
+        if (rank < 0 || rank >= world_size) {
+          throw InputError({top.source()->file, item.Mark().line + 1}, entry.dotted("ranks"),
+                           "'" + (item.IsScalar() ? item.Scalar() : std::string("?")) + "' is not a rank of this cluster",
+                           ranks_expected);
+        }
+        divergence.ranks.push_back(rank);
+      }
     }
     out.push_back(std::move(divergence));
   }
@@ -210,7 +227,8 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   scenario.output.trace = output.get_bool("trace", scenario.output.trace);
   output.finish();
 
-  scenario.divergence = load_divergence(top, scenario.model, scenario.training.iterations);
+  scenario.divergence =
+      load_divergence(top, scenario.model, scenario.training.iterations, scenario.cluster.world_size());
   scenario.expect = load_expectations(top.section("expect"));
   top.finish();
   return scenario;

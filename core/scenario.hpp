@@ -54,9 +54,12 @@ struct OutputConfig {
 // Data-dependent control flow (an early exit, a routed expert not taken): on `iteration` the
 // listed modules (with their subtrees) do not run, so the recorded module order diverges and
 // DeepSpeed's trace is invalidated and re-recorded (research deepspeed-zero3.md §1.4).
+// With `ranks`, only those ranks take the other path — as when routing or an early exit depends
+// on each rank's own data: ranks then issue different collectives, which hangs a real job.
 struct DivergenceConfig {
   std::int64_t iteration = 0;
   std::vector<int> skipped_modules;  // indices into ModelSpec::modules
+  std::vector<int> ranks;            // empty = every rank
 };
 
 struct Scenario {

@@ -66,7 +66,7 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
   for (const auto& d : scenario.divergence) {
     nlohmann::ordered_json skip = nlohmann::ordered_json::array();
     for (const int m : d.skipped_modules) skip.push_back(scenario.model.modules[static_cast<std::size_t>(m)].name);
-    divergence.push_back({{"iteration", d.iteration}, {"skip", skip}});
+    divergence.push_back({{"iteration", d.iteration}, {"skip", skip}, {"ranks", d.ranks}});
   }
   out["divergence"] = divergence;
   out["notes"] = scenario.notes;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace prefetchlab::sim {
 namespace {
@@ -25,7 +26,20 @@ const char* stream_kind_name(StreamKind kind) {
 
 std::int32_t EventTable::create() {
   events_.emplace_back();
-  return static_cast<std::int32_t>(events_.size() - 1);
+  return next_id() - 1;
+}
+
+std::size_t EventTable::index(std::int32_t id) const {
+  if (id < base_) throw std::logic_error("device event " + std::to_string(id) + " was already forgotten");
+  return static_cast<std::size_t>(id - base_);
+}
+
+void EventTable::forget_before(std::int32_t id) {
+  while (base_ < id && !events_.empty()) {
+    if (events_.front().signaled_ns < 0) throw std::logic_error("forgetting an unsignalled device event");
+    events_.pop_front();
+    ++base_;
+  }
 }
 
 void EventTable::signal(std::int32_t id) {

@@ -59,10 +59,14 @@ class EventTable {
  public:
   EventTable(EventEngine& engine, CoroutineResumer& resumer) : engine_(engine), resumer_(resumer) {}
   std::int32_t create();
-  DeviceEvent& at(std::int32_t id) { return events_[static_cast<std::size_t>(id)]; }
-  bool signaled(std::int32_t id) const { return events_[static_cast<std::size_t>(id)].signaled_ns >= 0; }
-  TimeNs signaled_ns(std::int32_t id) const { return events_[static_cast<std::size_t>(id)].signaled_ns; }
+  std::int32_t next_id() const { return base_ + static_cast<std::int32_t>(events_.size()); }
+  DeviceEvent& at(std::int32_t id) { return events_[index(id)]; }
+  // Forgotten events were all signalled (forget_before checks it).
+  bool signaled(std::int32_t id) const { return id < base_ || events_[index(id)].signaled_ns >= 0; }
+  TimeNs signaled_ns(std::int32_t id) const { return events_[index(id)].signaled_ns; }
   void signal(std::int32_t id);
+  // Drops events with id < `id`; each must already be signalled (std::logic_error otherwise).
+  void forget_before(std::int32_t id);
 
   // `co_await events.host_wait(id)`: the host thread blocks until the event is signalled.
   struct HostWait {
@@ -77,7 +81,9 @@ class EventTable {
  private:
   EventEngine& engine_;
   CoroutineResumer& resumer_;
-  std::deque<DeviceEvent> events_;  // stable addresses
+  std::size_t index(std::int32_t id) const;
+  std::deque<DeviceEvent> events_;  // stable addresses; events_[0] has id base_
+  std::int32_t base_ = 0;
 };
 
 class Stream final : public EventHandler {

@@ -54,7 +54,6 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   const bool overlap = shared.scenario->zero.overlap_comm;
   all_gather_ = overlap ? &all_gather_stream_ : &compute_;
   reduce_scatter_ = overlap ? &reduce_scatter_stream_ : &compute_;
-  iterations_.reserve(static_cast<std::size_t>(shared.scenario->training.iterations));
 }
 
 RankProcess::HandleMemory& RankProcess::handle_memory(std::int64_t handle_id) {
@@ -63,8 +62,14 @@ RankProcess::HandleMemory& RankProcess::handle_memory(std::int64_t handle_id) {
   return handle_memory_[index];
 }
 
+void RankProcess::forget_before_iteration(std::int32_t i) {
+  RankIteration& it = iterations_[static_cast<std::size_t>(i - 1)];
+  std::vector<RankIteration::Fetch>().swap(it.fetches);
+  if (i >= 2) events_.forget_before(iterations_[static_cast<std::size_t>(i - 2)].first_event);
+}
+
 bool RankProcess::skipped(int module) const {
-  const auto it = shared_.skipped.find(current_->iteration);
+  const auto it = shared_.skipped.find({current_->iteration, rank_});
   return it != shared_.skipped.end() && it->second[static_cast<std::size_t>(module)];
 }
 
@@ -161,6 +166,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   const core::Scenario& scenario = *shared_.scenario;
   iterations_.emplace_back();
   current_ = &iterations_.back();
+  current_->first_event = events_.next_id();
   current_->iteration = iteration;
   current_->optimizer_step = iteration % scenario.training.grad_accum == 0;
   current_->peak_gathered_bytes = gathered_bytes_;

@@ -54,6 +54,7 @@ struct RankIteration {
     TimeNs host_end_ns = 0;
   };
   std::vector<Fetch> fetches;
+  std::int32_t first_event = 0;  // the first device event this iteration created
 };
 
 // Per-scenario facts every rank shares, computed once by the world.
@@ -68,8 +69,9 @@ struct SharedRankContext {
   std::vector<std::int32_t> backward_label;
   std::vector<bool> persistent;     // per param
   std::vector<int> grad_uses;       // per param: modules using it (a tied weight: 2)
-  // Modules skipped on an iteration (data-dependent control flow), as a set per iteration.
-  std::map<std::int32_t, std::vector<bool>> skipped;
+  // Modules skipped on an iteration (data-dependent control flow): per (iteration, rank), a flag
+  // per module; absent = nothing skipped.
+  std::map<std::pair<std::int32_t, int>, std::vector<bool>> skipped;
   std::int32_t label_copy_in = -1, label_copy_out = -1, label_bucket_copy = -1,
                label_partition_copy = -1, label_optimizer = -1, label_stall = -1,
                label_hook_fetch = -1, label_hook_release = -1, label_iteration = -1,
@@ -86,6 +88,9 @@ class RankProcess final : public StreamObserver {
 
   int rank() const { return rank_; }
   const RankIteration& iteration(std::int32_t i) const { return iterations_.at(static_cast<std::size_t>(i - 1)); }
+  // The world has turned iteration `i` into records: its per-fetch detail and every device event
+  // from before it (all signalled by now) can go, so long runs keep constant memory.
+  void forget_before_iteration(std::int32_t i);
   const EventTable& events() const { return events_; }
   const core::Coordinator& coordinator() const { return coordinator_; }
   Stream& compute_stream() { return compute_; }
@@ -153,7 +158,7 @@ class RankProcess final : public StreamObserver {
   std::int64_t world_size_;
   std::int64_t dtype_bytes_;
 
-  std::vector<RankIteration> iterations_;
+  std::deque<RankIteration> iterations_;  // stable addresses: current_ and fetch pointers
   RankIteration* current_ = nullptr;
   // Indexed by the coordinator's gather and handle ids (dense, increasing): no tree lookups on
   // the hot path. -1 / !alive marks ids that are done with.

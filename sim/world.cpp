@@ -92,10 +92,15 @@ void World::build_shared_context() {
   const char* kinds[] = {"on_demand", "prefetch", "persistent_regather", "grad_bucket", "trace_check", "agreement"};
   for (int k = 0; k < 6; ++k) shared_.kind_label[k] = labels_.intern(kinds[k]);
 
+  const int world_size = static_cast<int>(scenario_.cluster.world_size());
   for (const auto& divergence : scenario_.divergence) {
-    auto& skipped = shared_.skipped[static_cast<std::int32_t>(divergence.iteration)];
-    if (skipped.empty()) skipped.assign(model.modules.size(), false);
-    for (const int module : divergence.skipped_modules) skipped[static_cast<std::size_t>(module)] = true;
+    for (int rank = 0; rank < world_size; ++rank) {
+      const auto& only = divergence.ranks;
+      if (!only.empty() && std::find(only.begin(), only.end(), rank) == only.end()) continue;
+      auto& skipped = shared_.skipped[{static_cast<std::int32_t>(divergence.iteration), rank}];
+      if (skipped.empty()) skipped.assign(model.modules.size(), false);
+      for (const int module : divergence.skipped_modules) skipped[static_cast<std::size_t>(module)] = true;
+    }
   }
 }
 
@@ -113,10 +118,15 @@ void World::finalize_ready_iterations() {
     std::vector<core::TimingSample> samples;
     std::vector<core::BucketRecord> buckets;
     const core::IterationRecord record = combine(finalized_, samples, buckets);
-    if (sink_ && sink_->on_iteration) sink_->on_iteration(record, samples, buckets);
+    for (auto& rank : ranks_) rank->forget_before_iteration(finalized_);
     result_.metrics.iterations.push_back(record);
-    result_.metrics.samples.insert(result_.metrics.samples.end(), samples.begin(), samples.end());
-    result_.metrics.buckets.insert(result_.metrics.buckets.end(), buckets.begin(), buckets.end());
+    // With a sink the rows are streamed out; keeping them too would grow without bound.
+    if (sink_ && sink_->on_iteration) {
+      sink_->on_iteration(record, samples, buckets);
+    } else {
+      result_.metrics.samples.insert(result_.metrics.samples.end(), samples.begin(), samples.end());
+      result_.metrics.buckets.insert(result_.metrics.buckets.end(), buckets.begin(), buckets.end());
+    }
   }
 }
 
@@ -185,17 +195,36 @@ core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::T
 }
 
 std::string World::describe_mismatch(const CollectiveMismatch& mismatch) const {
-  std::ostringstream out;
-  const CollectiveCall& first = mismatch.calls.front();
-  out << "collective mismatch at communicator call " << mismatch.seq << " (iteration " << first.iteration
-      << "): ";
+  // Ranks that asked for the same thing are listed together: "ranks 0-2,4-7: ...; rank 3: ...".
+  auto describe_call = [&](const CollectiveCall& call) {
+    std::string text = std::string(collective_kind_name(call.kind)) + " of " + std::to_string(call.bytes) + " bytes";
+    if (call.issued_by >= 0) text += " issued by " + scenario_.model.modules[static_cast<std::size_t>(call.issued_by)].name;
+    return text;
+  };
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
   for (std::size_t i = 0; i < mismatch.ranks.size(); ++i) {
-    const CollectiveCall& call = mismatch.calls[i];
-    out << (i ? "; " : "") << "rank " << mismatch.ranks[i] << " " << collective_kind_name(call.kind) << " "
-        << call.bytes << " bytes";
-    if (call.issued_by >= 0) {
-      out << " issued by " << scenario_.model.modules[static_cast<std::size_t>(call.issued_by)].name;
+    const std::string what = describe_call(mismatch.calls[i]);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == what; });
+    if (it == groups.end()) {
+      groups.emplace_back(what, std::vector<int>{});
+      it = groups.end() - 1;
     }
+    it->second.push_back(mismatch.ranks[i]);
+  }
+  std::ostringstream out;
+  out << "collective mismatch at communicator call " << mismatch.seq << " (iteration "
+      << mismatch.calls.front().iteration << "): ";
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& ranks = groups[g].second;
+    out << (g ? "; " : "") << (ranks.size() > 1 ? "ranks " : "rank ");
+    for (std::size_t i = 0; i < ranks.size();) {
+      std::size_t j = i;
+      while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+      out << (i ? "," : "") << ranks[i];
+      if (j > i) out << "-" << ranks[j];
+      i = j + 1;
+    }
+    out << ": " << groups[g].first;
   }
   return out.str();
 }

@@ -46,7 +46,8 @@ class World final : public EventHandler, public CollectiveListener {
   World& operator=(const World&) = delete;
 
   // Runs every iteration. `interrupt`, when set by a signal handler, stops the run early with
-  // status interrupted.
+  // status interrupted. With a sink, samples and buckets go only to the sink (not into the
+  // result's Metrics), so memory stays constant however long the run.
   WorldResult run(const IterationSink& sink = {}, const std::atomic<bool>* interrupt = nullptr);
 
   const TraceRecorder& trace() const { return trace_; }

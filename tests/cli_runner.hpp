@@ -16,9 +16,10 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-inline CliResult run_cli(const std::string& args) {
+// `prefix` goes before the binary (e.g. "timeout -s INT 1 ").
+inline CliResult run_cli(const std::string& args, const std::string& prefix = "") {
   CliResult result;
-  const std::string command = std::string(PREFETCHLAB_CLI) + " " + args + " 2>&1";
+  const std::string command = prefix + std::string(PREFETCHLAB_CLI) + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return result;
   std::array<char, 4096> buffer{};

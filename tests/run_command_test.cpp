@@ -54,6 +54,56 @@ TEST(RunCommand, EveryBundledScenarioMeetsItsExpectations) {
   }
 }
 
+TEST(RunCommand, EveryDefectScenarioFailsAsExpectedAndSaysWhere) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(kScenarios / "defects")) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty());
+  for (const auto& file : files) {
+    TempDir out("defect");
+    const auto result = run_cli("run " + file.string() + " -o " + out.path().string() + " --set output.trace=false");
+    const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+    EXPECT_EQ(result.exit_code, summary["exit_code"].get<int>()) << file;
+    EXPECT_NE(summary["status"], "ok") << file << " is in defects/ but runs fine";
+    EXPECT_FALSE(summary["message"].get<std::string>().empty()) << file;
+    for (const auto& check : summary["expectations"]) {
+      EXPECT_TRUE(check["met"].get<bool>()) << file << ": " << check.dump();
+    }
+  }
+}
+
+TEST(RunCommand, CollectiveMismatchNamesIterationRanksSizesAndModules) {
+  TempDir out("mismatch");
+  const auto result = run_cli("run " + (kScenarios / "defects" / "rank-divergent-control-flow.yaml").string() +
+                              " -o " + out.path().string() + " --set output.trace=false");
+  EXPECT_EQ(result.exit_code, 3);
+  const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+  EXPECT_EQ(summary["status"], "collective_mismatch");
+  EXPECT_EQ(summary["message"],
+            "collective mismatch at communicator call 312 (iteration 4): ranks 0-2,4-7: all_gather of 3538944 "
+            "bytes issued by transformer.h.11.attn.c_attn; rank 3: all_gather of 77194752 bytes issued by lm_head");
+  // The three finished iterations were written before the hang.
+  const std::string iterations = read_file(out.path() / "iterations.csv");
+  EXPECT_EQ(std::count(iterations.begin(), iterations.end(), '\n'), 1 + 3);
+}
+
+TEST(RunCommand, InterruptedRunKeepsFinishedIterationsAndSaysSo) {
+  // SIGINT after a moment into a long run: the summary says "interrupted", the exit code is
+  // 130, and iterations.csv holds exactly the iterations the summary counts.
+  TempDir out("interrupt");
+  const auto result =
+      run_cli("run " + (kScenarios / "default.yaml").string() + " -o " + out.path().string() +
+                  " --set output.trace=false --set training.iterations=100000",
+              "timeout --preserve-status -s INT 1.5 ");
+  EXPECT_EQ(result.exit_code, 130) << result.output;
+  const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+  EXPECT_EQ(summary["status"], "interrupted");
+  const std::string iterations = read_file(out.path() / "iterations.csv");
+  const auto rows = std::count(iterations.begin(), iterations.end(), '\n') - 1;
+  EXPECT_EQ(rows, summary["run"]["iterations"].get<int>());
+  EXPECT_LT(rows, 100000);
+}
+
 TEST(RunCommand, SameScenarioAndSeedGiveByteIdenticalOutputs) {
   TempDir a("det-a");
   TempDir b("det-b");
