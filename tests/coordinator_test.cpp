@@ -13,11 +13,16 @@
 #include <vector>
 
 #include "core/coordinator.hpp"
+#include "coordinator_driver.hpp"
 
 namespace pc = prefetchlab::core;
 using pc::GatherKind;
 using pc::Phase;
 using pc::TraceMode;
+using prefetchlab::testing::Driver;
+using prefetchlab::testing::Logged;
+using prefetchlab::testing::Source;
+using prefetchlab::testing::totals;
 
 namespace {
 
@@ -92,131 +97,6 @@ pc::CoordinatorConfig config(std::int64_t bucket, std::int64_t reuse = kHuge,
   c.max_reuse_distance_numel = reuse;
   c.max_live_numel = max_live;
   return c;
-}
-
-enum class Source { kReset, kFetch, kRelease, kOptimizer };
-
-struct Logged {
-  int iteration = 0;
-  Source source = Source::kFetch;
-  Phase phase = Phase::kForward;
-  int module = -1;
-  pc::PlanAction action;
-};
-
-// Plays the executor: issues the hook calls of whole iterations and logs every action.
-class Driver {
- public:
-  Driver(pc::ModelSpec model, pc::CoordinatorConfig cfg)
-      : model_(std::move(model)), coord_(model_, std::move(cfg)) {}
-
-  pc::Coordinator& coord() { return coord_; }
-
-  // skip: modules whose whole subtree does not run (data-dependent control flow).
-  void forward(const std::vector<int>& skip = {}) {
-    ++iteration_;
-    log(coord_.reset_step(), Source::kReset, Phase::kForward, -1);
-    visit(kRoot, Phase::kForward, skip);
-  }
-  void backward(const std::vector<int>& skip = {}) { visit(kRoot, Phase::kBackward, skip); }
-  void iteration(const std::vector<int>& skip = {}) {
-    forward(skip);
-    backward(skip);
-  }
-  void optimizer_step() {
-    log(coord_.optimizer_step(), Source::kOptimizer, Phase::kForward, -1);
-  }
-  pc::FetchInfo fetch(int module, Phase phase) {
-    auto result = coord_.fetch_sub_module(module, phase);
-    infos_.push_back({iteration_, result.info});
-    log(result.plan, Source::kFetch, phase, module);
-    return result.info;
-  }
-  void release(int module, Phase phase) {
-    log(coord_.release_sub_module(module, phase), Source::kRelease, phase, module);
-  }
-
-  const std::vector<Logged>& events() const { return events_; }
-
-  std::vector<Logged> events_of(int iteration) const {
-    std::vector<Logged> out;
-    for (const auto& e : events_) {
-      if (e.iteration == iteration) out.push_back(e);
-    }
-    return out;
-  }
-
-  std::vector<pc::Gather> gathers(int iteration, std::optional<Phase> phase = std::nullopt,
-                                  std::optional<GatherKind> kind = std::nullopt) const {
-    std::vector<pc::Gather> out;
-    for (const auto& e : events_) {
-      const auto* g = std::get_if<pc::Gather>(&e.action);
-      if (g == nullptr || e.iteration != iteration) continue;
-      if (phase && (e.source == Source::kReset || e.source == Source::kOptimizer ||
-                    e.phase != *phase)) {
-        continue;
-      }
-      if (kind && g->kind != *kind) continue;
-      out.push_back(*g);
-    }
-    return out;
-  }
-
-  std::vector<int> released_params(int iteration, std::optional<Phase> phase = std::nullopt,
-                                   std::optional<Source> source = std::nullopt) const {
-    std::vector<int> out;
-    for (const auto& e : events_) {
-      const auto* r = std::get_if<pc::Release>(&e.action);
-      if (r == nullptr || e.iteration != iteration) continue;
-      if (phase && e.phase != *phase) continue;
-      if (source && e.source != *source) continue;
-      out.insert(out.end(), r->param_ids.begin(), r->param_ids.end());
-    }
-    return out;
-  }
-
-  int count_prefetch_rounds(int iteration) const {
-    int n = 0;
-    for (const auto& e : events_) {
-      if (e.iteration == iteration && std::holds_alternative<pc::PrefetchRound>(e.action)) ++n;
-    }
-    return n;
-  }
-
-  const pc::FetchInfo& info(int iteration, Phase phase, int module) const {
-    for (const auto& [it, info] : infos_) {
-      if (it == iteration && info.phase == phase && info.module == module) return info;
-    }
-    throw std::out_of_range("no such fetch");
-  }
-
- private:
-  void visit(int module, Phase phase, const std::vector<int>& skip) {
-    if (std::find(skip.begin(), skip.end(), module) != skip.end()) return;
-    fetch(module, phase);
-    auto children = model_.modules[static_cast<std::size_t>(module)].children;
-    if (phase == Phase::kBackward) std::reverse(children.begin(), children.end());
-    for (const int child : children) visit(child, phase, skip);
-    release(module, phase);
-  }
-  void log(const pc::Plan& plan, Source source, Phase phase, int module) {
-    for (const auto& action : plan.actions) {
-      events_.push_back({iteration_, source, phase, module, action});
-    }
-  }
-
-  pc::ModelSpec model_;
-  pc::Coordinator coord_;
-  int iteration_ = 0;
-  std::vector<Logged> events_;
-  std::vector<std::pair<int, pc::FetchInfo>> infos_;
-};
-
-// (count, numel) of a list of gathers.
-std::pair<int, std::int64_t> totals(const std::vector<pc::Gather>& gathers) {
-  std::int64_t numel = 0;
-  for (const auto& g : gathers) numel += g.numel;
-  return {static_cast<int>(gathers.size()), numel};
 }
 
 std::vector<int> sorted(std::vector<int> v) {
