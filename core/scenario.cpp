@@ -1,6 +1,8 @@
 #include "scenario.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <limits>
 
 #include "calibration.hpp"
@@ -96,6 +98,28 @@ void reconcile_adaptive_keys(const YamlSection& top, const YamlSection& controll
               "stage3_adaptive_prefetch_min_size");
   check_bound("max_bucket_numel", controller.max_bucket_numel, zero.adaptive_prefetch_max_numel,
               "stage3_adaptive_prefetch_max_size");
+}
+
+NoiseConfig load_noise(const YamlSection& section, std::int64_t world_size) {
+  section.allow_only({"seed", "compute_jitter", "slow_ranks", "host_jitter", "host_timer_noise_us"});
+  NoiseConfig noise;
+  noise.seed = static_cast<std::uint64_t>(section.get_int("seed", 0, 0, std::numeric_limits<std::int64_t>::max()));
+  noise.compute_jitter = section.get_double("compute_jitter", 0, 0, 1);
+  noise.host_jitter = section.get_double("host_jitter", 0, 0, 1);
+  noise.host_timer_noise_ns =
+      static_cast<std::int64_t>(std::llround(section.get_double("host_timer_noise_us", 0, 0, 1e6) * 1000.0));
+  const YamlSection slow = section.section("slow_ranks");
+  const std::string expected = "a factor >= 1 per rank, e.g. {3: 1.1}";
+  for (const auto& key : slow.keys()) {
+    int rank = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), rank);
+    if (ec != std::errc() || end != key.data() + key.size() || rank < 0 || rank >= world_size) {
+      slow.fail(key, "is not a rank of this cluster (0.." + std::to_string(world_size - 1) + ")", expected);
+    }
+    noise.slow_ranks[rank] = slow.get_double(key, 1, 1, 100);
+  }
+  slow.finish();
+  return noise;
 }
 
 // divergence: a list of {iteration: N, skip: [module names]}.
@@ -217,10 +241,7 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   scenario.controller = load_controller_config(controller_section);
   reconcile_adaptive_keys(top, controller_section, scenario.zero, scenario.controller);
 
-  const YamlSection noise = top.section("noise");
-  scenario.noise.seed = static_cast<std::uint64_t>(
-      noise.get_int("seed", 0, 0, std::numeric_limits<std::int64_t>::max()));
-  noise.finish();
+  scenario.noise = load_noise(top.section("noise"), scenario.cluster.world_size());
 
   const YamlSection output = top.section("output");
   scenario.output.dir = output.get_string("dir", "out/" + scenario.name);

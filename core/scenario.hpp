@@ -11,6 +11,7 @@
 //   expect:     what a run must produce (status, metric ranges)
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,15 @@ struct ClusterConfig {
   std::int64_t world_size() const { return nodes * gpus_per_node; }
 };
 
+// Run-to-run and rank-to-rank variation, all seeded: every random stream derives from `seed`
+// and a name, so ranks see different (but reproducible) timings — what makes ranks that decide
+// alone disagree (review defect (a)). All zero = a perfectly uniform cluster.
 struct NoiseConfig {
-  std::uint64_t seed = 0;  // every random stream derives from this and a name
+  std::uint64_t seed = 0;
+  double compute_jitter = 0;            // relative std dev of each compute kernel's duration
+  std::map<int, double> slow_ranks;     // rank -> factor on its compute kernels (e.g. 1.1)
+  double host_jitter = 0;               // relative std dev of each host cost (hooks, launches)
+  std::int64_t host_timer_noise_ns = 0; // std dev added to every host timer reading
 };
 
 struct OutputConfig {

@@ -60,7 +60,13 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
     controller["clamp_initial"] = c.clamp_initial;
   }
   out["controller"] = controller;
-  out["noise"] = {{"seed", scenario.noise.seed}};
+  nlohmann::ordered_json slow = nlohmann::ordered_json::object();
+  for (const auto& [rank, factor] : scenario.noise.slow_ranks) slow[std::to_string(rank)] = factor;
+  out["noise"] = {{"seed", scenario.noise.seed},
+                  {"compute_jitter", scenario.noise.compute_jitter},
+                  {"slow_ranks", slow},
+                  {"host_jitter", scenario.noise.host_jitter},
+                  {"host_timer_noise_ns", scenario.noise.host_timer_noise_ns}};
   out["output"] = {{"dir", scenario.output.dir.string()}, {"trace", scenario.output.trace}};
   nlohmann::ordered_json divergence = nlohmann::ordered_json::array();
   for (const auto& d : scenario.divergence) {

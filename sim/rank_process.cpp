@@ -48,7 +48,13 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
       coordinator_(shared.scenario->model, coordinator_config(*shared.scenario, shared.persistent)),
       world_size_(shared.scenario->cluster.world_size()),
       dtype_bytes_(core::dtype_bytes(shared.scenario->training.dtype)),
-      param_resident_bytes_(shared.scenario->model.params.size(), 0) {
+      param_resident_bytes_(shared.scenario->model.params.size(), 0),
+      compute_noise_(shared.scenario->noise.seed, "compute/rank" + std::to_string(rank)),
+      host_noise_(shared.scenario->noise.seed, "host/rank" + std::to_string(rank)),
+      timer_noise_(shared.scenario->noise.seed, "host_timer/rank" + std::to_string(rank)) {
+  if (const auto slow = shared.scenario->noise.slow_ranks.find(rank); slow != shared.scenario->noise.slow_ranks.end()) {
+    slow_factor_ = slow->second;
+  }
   // overlap_comm=false puts DeepSpeed's all-gather and reduce "streams" on the default stream
   // (research §1.12).
   const bool overlap = shared.scenario->zero.overlap_comm;
@@ -66,6 +72,25 @@ void RankProcess::forget_before_iteration(std::int32_t i) {
   RankIteration& it = iterations_[static_cast<std::size_t>(i - 1)];
   std::vector<RankIteration::Fetch>().swap(it.fetches);
   if (i >= 2) events_.forget_before(iterations_[static_cast<std::size_t>(i - 2)].first_event);
+}
+
+TimeNs RankProcess::noisy_host_ns(TimeNs host_ns) {
+  const double jitter = shared_.scenario->noise.host_jitter;
+  if (jitter == 0 || host_ns == 0) return host_ns;
+  return std::max<TimeNs>(0, std::llround(static_cast<double>(host_ns) * (1.0 + jitter * host_noise_.normal())));
+}
+
+TimeNs RankProcess::noisy_compute_ns(TimeNs kernel_ns) {
+  const double jitter = shared_.scenario->noise.compute_jitter;
+  if ((jitter == 0 && slow_factor_ == 1.0) || kernel_ns == 0) return kernel_ns;
+  const double factor = slow_factor_ * (jitter == 0 ? 1.0 : std::max(0.0, 1.0 + jitter * compute_noise_.normal()));
+  return std::llround(static_cast<double>(kernel_ns) * factor);
+}
+
+TimeNs RankProcess::host_timer_now() {
+  const std::int64_t sigma = shared_.scenario->noise.host_timer_noise_ns;
+  if (sigma == 0) return engine_.now_ns();
+  return engine_.now_ns() + std::llround(static_cast<double>(sigma) * timer_noise_.normal());
 }
 
 bool RankProcess::skipped(int module) const {
@@ -151,7 +176,7 @@ void RankProcess::add_gathered_bytes(std::int64_t bytes) {
 void RankProcess::take_fetch_end_sample(Context& context) {
   if (!context.fetch) return;
   context.fetch->end_event = record(compute_);
-  context.fetch->host_end_ns = engine_.now_ns();
+  context.fetch->host_end_ns = host_timer_now();
   context.fetch = nullptr;
 }
 
@@ -207,7 +232,7 @@ HostTask RankProcess::forward(int module) {
   co_await spend(compute.hook_overhead_ns());
 
   // Forward pre-hook: fetch_sub_module; the sample window opens at the top of the fetch.
-  current_->fetches.push_back({0, record(compute_), -1, engine_.now_ns(), 0});
+  current_->fetches.push_back({0, record(compute_), -1, host_timer_now(), 0});
   Context context{core::Phase::kForward, module, &current_->fetches.back()};
   core::FetchPlan fetch = coordinator_.fetch_sub_module(module, core::Phase::kForward);
   if (fetch.info.trace_invalidated) ++current_->trace_invalidations;
@@ -220,7 +245,7 @@ HostTask RankProcess::forward(int module) {
 
   // The module's own work runs after its children (containers: residual adds, attention core).
   co_await spend(compute.kernel_launch_ns());
-  launch_kernel(compute_, shared_.forward_ns[static_cast<std::size_t>(module)],
+  launch_kernel(compute_, noisy_compute_ns(shared_.forward_ns[static_cast<std::size_t>(module)]),
                 shared_.forward_label[static_cast<std::size_t>(module)]);
 
   const TimeNs release_start = engine_.now_ns();
@@ -237,7 +262,7 @@ HostTask RankProcess::backward(int module) {
   co_await spend(compute.hook_overhead_ns());
 
   // Pre-backward hook (the output's gradient arrived): fetch for backward.
-  current_->fetches.push_back({1, record(compute_), -1, engine_.now_ns(), 0});
+  current_->fetches.push_back({1, record(compute_), -1, host_timer_now(), 0});
   Context context{core::Phase::kBackward, module, &current_->fetches.back()};
   core::FetchPlan fetch = coordinator_.fetch_sub_module(module, core::Phase::kBackward);
   if (fetch.info.trace_invalidated) ++current_->trace_invalidations;
@@ -248,7 +273,7 @@ HostTask RankProcess::backward(int module) {
   // Own backward (data and weight gradients), then this module's gradient hooks; children
   // follow in reverse execution order (autograd order, research §1.10).
   co_await spend(compute.kernel_launch_ns());
-  launch_kernel(compute_, shared_.backward_ns[static_cast<std::size_t>(module)],
+  launch_kernel(compute_, noisy_compute_ns(shared_.backward_ns[static_cast<std::size_t>(module)]),
                 shared_.backward_label[static_cast<std::size_t>(module)]);
   co_await gradients_ready(module);
   const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
@@ -431,7 +456,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
     } else if (std::holds_alternative<core::OptimizerUpdate>(action)) {
       co_await spend(shared_.compute->kernel_launch_ns());
       const std::int64_t shard_numel = (scenario.model.total_numel() + world_size_ - 1) / world_size_;
-      launch_kernel(compute_, shared_.compute->optimizer_step_ns(shard_numel), shared_.label_optimizer);
+      launch_kernel(compute_, noisy_compute_ns(shared_.compute->optimizer_step_ns(shard_numel)),
+                    shared_.label_optimizer);
       // The updated shards are what the next all-gathers copy in: the all-gather stream must
       // not run ahead of the update (a data dependency DeepSpeed's ordering guarantees; the
       // notes do not say where it synchronises, so it is modelled as a stream wait here).

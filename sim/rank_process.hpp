@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/coordinator.hpp"
+#include "core/random_stream.hpp"
 #include "core/scenario.hpp"
 #include "sim/communicator.hpp"
 #include "sim/compute_model.hpp"
@@ -125,7 +126,11 @@ class RankProcess final : public StreamObserver {
   HostTask flush_reduce_bucket();
   // Awaitables, not coroutines: these run on every hook and launch, so they must not allocate.
   EventTable::HostWait host_sync(std::int32_t event) { return events_.host_wait(event); }
-  SleepFor spend(TimeNs host_ns) { return SleepFor{engine_, resumer_, host_ns}; }
+  SleepFor spend(TimeNs host_ns) { return SleepFor{engine_, resumer_, noisy_host_ns(host_ns)}; }
+  // Noise (scenario `noise:`): each draw comes from this rank's own named stream.
+  TimeNs noisy_host_ns(TimeNs host_ns);
+  TimeNs noisy_compute_ns(TimeNs kernel_ns);
+  TimeNs host_timer_now();  // what perf_counter would read now
   // A host synchronisation on communication: returns (via *idle_ns) how long the compute stream
   // sat drained meanwhile — exposed communication that no stream wait shows.
   HostTask host_sync_on_comm(std::int32_t event, TimeNs* idle_ns);
@@ -172,6 +177,10 @@ class RankProcess final : public StreamObserver {
   std::vector<int> bucket_params_;
   std::int64_t bucket_numel_ = 0;
   std::vector<int> grad_uses_left_;
+  core::RandomStream compute_noise_;
+  core::RandomStream host_noise_;
+  core::RandomStream timer_noise_;
+  double slow_factor_ = 1.0;
 };
 
 }  // namespace prefetchlab::sim
