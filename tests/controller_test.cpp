@@ -502,3 +502,34 @@ TEST(PaceSearch, MemoryBudgetNeedsPeakColumnAndIsNeverProbedAbove) {
   EXPECT_EQ(bucket[6], 25'000'000);
   EXPECT_EQ(bucket[12], 25'000'000);
 }
+
+// ------------------------------------------------------------------ configuration (controller:)
+
+TEST(ControllerConfigKeys, PaceSearchDefaultsAndItsOwnKeys) {
+  using prefetchlab::testing::parse_yaml;
+  const pc::ControllerConfig d = pc::load_controller_config(parse_yaml("policy: pace_search\n"));
+  EXPECT_EQ(d.policy, pc::ControllerPolicy::kPaceSearch);
+  EXPECT_EQ(d.min_bucket_numel, 100'000);
+  EXPECT_EQ(d.max_bucket_numel, 500'000'000);
+  EXPECT_DOUBLE_EQ(d.search_factor, 4.0);
+  EXPECT_EQ(d.memory_budget_bytes, 0);
+  EXPECT_EQ(d.agreement, pc::Agreement::kAllReduceMax);
+  EXPECT_EQ(d.timing, pc::TimingSource::kDeviceEvents);
+  EXPECT_TRUE(pc::make_prefetch_controller(d, context())->required_columns().empty());
+
+  const pc::ControllerConfig c = pc::load_controller_config(
+      parse_yaml("policy: pace_search\nmemory_budget_bytes: 20GiB\nsearch_factor: 8\nmin_bucket_numel: 1e6\n"));
+  EXPECT_EQ(c.memory_budget_bytes, 20LL << 30);
+  EXPECT_DOUBLE_EQ(c.search_factor, 8.0);
+  EXPECT_EQ(c.min_bucket_numel, 1'000'000);
+  EXPECT_EQ(pc::make_prefetch_controller(c, context())->required_columns(),
+            (std::vector<std::string>{"peak_reserved_bytes"}));
+
+  for (const char* text : {"policy: pace_search\ngrow_factor: 2\n", "policy: pace_search\nagreement: none\n",
+                           "policy: ema_threshold\nmemory_budget_bytes: 1GiB\n",
+                           "policy: deepspeed_pr8431\nsearch_factor: 2\n", "policy: static\nmin_bucket_numel: 1\n"}) {
+    const pc::InputError e =
+        prefetchlab::testing::expect_input_error([&] { pc::load_controller_config(parse_yaml(text)); });
+    EXPECT_NE(std::string(e.what()).find("is not used by policy"), std::string::npos) << text << e.what();
+  }
+}
