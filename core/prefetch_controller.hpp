@@ -42,9 +42,18 @@
 //     that has an earlier fetch of the same phase on this rank in this iteration; wait =
 //     fetch start -> end, interval = previous same-phase fetch end -> this fetch's end; extra
 //     columns as bound in step 0 (host_wait_ns / host_interval_ns: the same on host timers).
+//     For decides_per_fetch() policies the device fields (wait_ns, interval_ns) may still be
+//     unknown when the sample is delivered (events not yet signalled): they read host columns
+//     only, so the executor may pass 0 there; replay passes the file's values, same result.
+//     Samples are formed exactly as sim/world.cpp forms samples.csv rows (same-phase previous
+//     fetch, same extras in the same order) — replay equality depends on it.
 //  4. When Coordinator::fetch_sub_module reports FetchInfo::trace_invalidated, the executor calls
-//     controller.on_trace_invalidated() right after that fetch's samples (it may be in any
-//     iteration, sampled or not).
+//     controller.on_trace_invalidated() during that iteration (sampled or not), after step 1.
+//     Its order relative to that iteration's observe() calls does not change any result.
+//
+// Agreement payloads: ema_threshold proposes {invalid, ratio} (an all-reduce of 2 values every
+// update_interval iterations); pace_search {invalid, pace_ns, peak_reserved_bytes} every
+// iteration until its search ends (then never again); static and deepspeed_pr8431 never.
 //
 // Replay cannot see invalidations: it takes iteration 1 as RECORD and every later one as
 // COMPLETE, so a run with a trace invalidation replays exactly only up to that iteration.
