@@ -4,6 +4,7 @@
 
 #include "command_context.hpp"
 #include "describe_command.hpp"
+#include "replay_command.hpp"
 #include "run_command.hpp"
 #include "prefetchlab/version.hpp"
 
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   int exit_code = kExitOk;
   add_describe_command(app, &exit_code);
   add_run_command(app, &exit_code);
+  add_replay_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,6 +11,7 @@ const char* controller_policy_name(ControllerPolicy policy) {
     case ControllerPolicy::kStatic: return "static";
     case ControllerPolicy::kDeepSpeedPr8431: return "deepspeed_pr8431";
     case ControllerPolicy::kEmaThreshold: return "ema_threshold";
+    case ControllerPolicy::kPaceSearch: return "pace_search";
   }
   return "?";
 }
@@ -38,15 +39,14 @@ ControllerConfig load_controller_config(const YamlSection& section) {
       "policy", ControllerPolicy::kStatic,
       {{"static", ControllerPolicy::kStatic},
        {"deepspeed_pr8431", ControllerPolicy::kDeepSpeedPr8431},
-       {"ema_threshold", ControllerPolicy::kEmaThreshold}});
-  const bool adaptive = config.policy != ControllerPolicy::kStatic;
+       {"ema_threshold", ControllerPolicy::kEmaThreshold},
+       {"pace_search", ControllerPolicy::kPaceSearch}});
+  const bool pace = config.policy == ControllerPolicy::kPaceSearch;
+  const bool adaptive = config.policy != ControllerPolicy::kStatic && !pace;
   const bool switchable = config.policy == ControllerPolicy::kEmaThreshold;
   constexpr double kInf = std::numeric_limits<double>::infinity();
 
   // A key that exists for another policy gets a precise message instead of "unknown key".
-  static constexpr std::array<std::string_view, 8> kAdaptiveKeys{
-      "ema_alpha",     "grow_threshold",  "shrink_threshold", "grow_factor",
-      "shrink_factor", "update_interval", "min_bucket_numel", "max_bucket_numel"};
   static constexpr std::array<std::string_view, 4> kSwitchKeys{
       "agreement", "timing", "sample_during_record", "clamp_initial"};
   auto reject_unless = [&](const auto& keys, bool used) {
@@ -60,8 +60,15 @@ ControllerConfig load_controller_config(const YamlSection& section) {
       }
     }
   };
-  reject_unless(kAdaptiveKeys, adaptive);
+  static constexpr std::array<std::string_view, 6> kThresholdKeys{
+      "ema_alpha",     "grow_threshold",  "shrink_threshold",
+      "grow_factor",   "shrink_factor",   "update_interval"};
+  static constexpr std::array<std::string_view, 2> kBoundKeys{"min_bucket_numel", "max_bucket_numel"};
+  static constexpr std::array<std::string_view, 2> kPaceKeys{"search_factor", "memory_budget_bytes"};
+  reject_unless(kThresholdKeys, adaptive);
+  reject_unless(kBoundKeys, adaptive || pace);
   reject_unless(kSwitchKeys, switchable);
+  reject_unless(kPaceKeys, pace);
 
   if (adaptive) {
     config.ema_alpha = section.get_double("ema_alpha", config.ema_alpha, 1e-9, 1.0);
@@ -81,6 +88,18 @@ ControllerConfig load_controller_config(const YamlSection& section) {
     if (config.min_bucket_numel > config.max_bucket_numel) {
       section.fail("min_bucket_numel", "is above max_bucket_numel", "min <= max");
     }
+  }
+  if (pace) {
+    config.min_bucket_numel = section.get_count("min_bucket_numel", kPaceSearchDefaultMinBucketNumel, 1);
+    config.max_bucket_numel = section.get_count("max_bucket_numel", config.max_bucket_numel, 1);
+    if (config.min_bucket_numel > config.max_bucket_numel) {
+      section.fail("min_bucket_numel", "is above max_bucket_numel", "min <= max");
+    }
+    config.search_factor = section.get_double("search_factor", config.search_factor, 1.5, 1024.0);
+    config.memory_budget_bytes = section.get_bytes("memory_budget_bytes", config.memory_budget_bytes);
+    // Every rank runs the same search on agreed measurements of the device's stall.
+    config.agreement = Agreement::kAllReduceMax;
+    config.timing = TimingSource::kDeviceEvents;
   }
   if (switchable) {
     config.agreement = section.get_enum<Agreement>(

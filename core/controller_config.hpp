@@ -13,6 +13,7 @@ enum class ControllerPolicy {
   kStatic,           // bucket never changes
   kDeepSpeedPr8431,  // the original PR #8431, defects included (research deepspeed-zero3.md §3.2)
   kEmaThreshold,     // the follow-up 6e70233 semantics (§3.4); defects switchable for study
+  kPaceSearch,       // ours: geometric search on the measured iteration pace (pace_search.cpp)
 };
 const char* controller_policy_name(ControllerPolicy policy);
 
@@ -41,7 +42,16 @@ struct ControllerConfig {
   TimingSource timing = TimingSource::kDeviceEvents;
   bool sample_during_record = false;
   bool clamp_initial = true;
+  // pace_search only. search_factor: the first search step (x4 = two steps of a x2 grid);
+  // memory_budget_bytes: peak reserved bytes a bucket may cost (0 = no budget). With a budget
+  // the policy needs the samples column `peak_reserved_bytes` (prefetch_controller.hpp).
+  double search_factor = 4.0;
+  std::int64_t memory_budget_bytes = 0;
 };
+
+// pace_search's default lower bound: the bottom of issue 6's best-static grid (1e5), because
+// the best bucket of a small model is often far below DeepSpeed's adaptive minimum of 1e7.
+inline constexpr std::int64_t kPaceSearchDefaultMinBucketNumel = 100'000;
 
 // Reads `controller:`. A key the chosen policy does not use is an error, so a constant that
 // would silently have no effect cannot be written.

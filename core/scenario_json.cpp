@@ -45,7 +45,13 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
   out["zero"] = zero_config_to_json(scenario.zero);
   const ControllerConfig& c = scenario.controller;
   nlohmann::ordered_json controller = {{"policy", controller_policy_name(c.policy)}};
-  if (c.policy != ControllerPolicy::kStatic) {
+  if (c.policy == ControllerPolicy::kPaceSearch) {
+    // Only the keys pace_search reads (controller_config.cpp rejects the others for it).
+    controller["min_bucket_numel"] = c.min_bucket_numel;
+    controller["max_bucket_numel"] = c.max_bucket_numel;
+    controller["search_factor"] = c.search_factor;
+    controller["memory_budget_bytes"] = c.memory_budget_bytes;
+  } else if (c.policy != ControllerPolicy::kStatic) {
     controller["ema_alpha"] = c.ema_alpha;
     controller["grow_threshold"] = c.grow_threshold;
     controller["shrink_threshold"] = c.shrink_threshold;

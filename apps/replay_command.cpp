@@ -1,0 +1,57 @@
+#include "replay_command.hpp"
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "command_context.hpp"
+#include "core/controller_replay.hpp"
+#include "core/metrics_csv.hpp"
+#include "core/samples_reader.hpp"
+#include "core/scenario.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+struct ReplayOptions {
+  std::string scenario;
+  std::string samples;
+  std::string output;
+};
+
+int replay(const ReplayOptions& options) {
+  const core::Scenario scenario = core::load_scenario(options.scenario, {}, bundled_data());
+  const int world = static_cast<int>(scenario.cluster.world_size());
+  const core::SamplesFile samples = core::read_samples_csv(options.samples, world);
+  core::ControllerContext context;
+  context.initial_bucket_numel = scenario.zero.effective_prefetch_bucket_numel();
+  context.max_live_numel = scenario.zero.max_live_numel;
+  const std::vector<core::BucketRecord> buckets =
+      core::replay_controller(scenario.controller, context, world, samples);
+  if (!options.output.empty()) {
+    core::BucketsCsv csv(options.output);
+    csv.append(buckets);
+    csv.close();
+  } else {
+    const auto header = core::BucketsCsv::header();
+    for (std::size_t i = 0; i < header.size(); ++i) std::cout << (i ? "," : "") << header[i];
+    std::cout << "\n";
+    for (const auto& b : buckets) std::cout << b.iteration << "," << b.rank << "," << b.bucket_numel << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* add_replay_command(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<ReplayOptions>();
+  CLI::App* command =
+      app.add_subcommand("replay", "Feed a run's samples.csv through the scenario's controller");
+  command->add_option("--scenario", options->scenario, "scenario YAML")->required();
+  command->add_option("--samples", options->samples, "samples.csv of a run")->required();
+  command->add_option("-o,--output", options->output, "output CSV (default: stdout)");
+  command->callback([options, exit_code] { *exit_code = run_guarded([&] { return replay(*options); }); });
+  return command;
+}
+
+}  // namespace prefetchlab::apps
