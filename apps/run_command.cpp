@@ -64,14 +64,6 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
 
 int run(const RunOptions& options) {
   core::Scenario scenario = core::load_scenario(options.scenario, options.overrides, bundled_data());
-  if (scenario.controller.policy != core::ControllerPolicy::kStatic) {
-    // Adaptive policies run in the simulator from the controller step on; until then a run
-    // that silently kept the bucket static would misreport what the user asked for.
-    throw core::InputError({scenario.file.string(), 0}, "controller.policy",
-                           std::string("'") + core::controller_policy_name(scenario.controller.policy) +
-                               "' is not simulated yet",
-                           "policy: static (or omit controller:)");
-  }
   if (scenario.zero.offload_param.device != core::OffloadDevice::kNone ||
       scenario.zero.offload_optimizer.device != core::OffloadDevice::kNone) {
     scenario.notes.push_back(

@@ -55,6 +55,14 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   if (const auto slow = shared.scenario->noise.slow_ranks.find(rank); slow != shared.scenario->noise.slow_ranks.end()) {
     slow_factor_ = slow->second;
   }
+  core::ControllerContext context;
+  context.rank = rank;
+  context.world_size = static_cast<int>(world_size_);
+  context.initial_bucket_numel = shared.scenario->zero.effective_prefetch_bucket_numel();
+  context.max_live_numel = shared.scenario->zero.max_live_numel;
+  controller_ = core::make_prefetch_controller(shared.scenario->controller, context);
+  const std::vector<std::string> columns{core::kHostWaitColumn, core::kHostIntervalColumn};
+  controller_->bind_columns(columns);
   // overlap_comm=false puts DeepSpeed's all-gather and reduce "streams" on the default stream
   // (research §1.12).
   const bool overlap = shared.scenario->zero.overlap_comm;
@@ -70,6 +78,8 @@ RankProcess::HandleMemory& RankProcess::handle_memory(std::int64_t handle_id) {
 
 void RankProcess::forget_before_iteration(std::int32_t i) {
   RankIteration& it = iterations_[static_cast<std::size_t>(i - 1)];
+  // A batch controller still has to read this iteration's samples at the next reset_step.
+  if (it.samples_wanted && !controller_->decides_per_fetch()) return;
   std::vector<RankIteration::Fetch>().swap(it.fetches);
   if (i >= 2) events_.forget_before(iterations_[static_cast<std::size_t>(i - 2)].first_event);
 }
@@ -90,7 +100,10 @@ TimeNs RankProcess::noisy_compute_ns(TimeNs kernel_ns) {
 TimeNs RankProcess::host_timer_now() {
   const std::int64_t sigma = shared_.scenario->noise.host_timer_noise_ns;
   if (sigma == 0) return engine_.now_ns();
-  return engine_.now_ns() + std::llround(static_cast<double>(sigma) * timer_noise_.normal());
+  // perf_counter is monotonic: noise moves readings, never backwards.
+  last_timer_reading_ = std::max<TimeNs>(last_timer_reading_,
+                                 engine_.now_ns() + std::llround(static_cast<double>(sigma) * timer_noise_.normal()));
+  return last_timer_reading_;
 }
 
 bool RankProcess::skipped(int module) const {
@@ -168,6 +181,40 @@ std::int64_t RankProcess::issue_collective(Stream& user_stream, const Collective
   return seq;
 }
 
+// The end of a fetch on the host: per-fetch policies see the host-timer sample now (device
+// events are not readable without a synchronisation, which the original PR never does), and a
+// trace invalidation is reported right after that sample (contract steps 3-4).
+void RankProcess::after_fetch(const core::FetchInfo& info) {
+  const std::size_t index = current_->fetches.size() - 1;
+  if (controller_->decides_per_fetch() && current_->samples_wanted) {
+    const RankIteration::Fetch& fetch = current_->fetches[index];
+    const RankIteration::Fetch* previous = nullptr;
+    for (std::size_t f = index; f-- > 0;) {
+      if (current_->fetches[f].phase == fetch.phase) {
+        previous = &current_->fetches[f];
+        break;
+      }
+    }
+    if (previous) {
+      core::TimingSample sample;
+      sample.iteration = current_->iteration;
+      sample.rank = rank_;
+      sample.phase = fetch.phase == 0 ? core::Phase::kForward : core::Phase::kBackward;
+      sample.extra = {{core::kHostWaitColumn, fetch.host_end_ns - fetch.host_start_ns},
+                      {core::kHostIntervalColumn, fetch.host_end_ns - previous->host_end_ns}};
+      if (const auto bucket = controller_->observe(sample)) coordinator_.set_prefetch_bucket_numel(*bucket);
+    }
+  }
+  if (info.trace_invalidated) {
+    ++current_->trace_invalidations;
+    if (controller_->decides_per_fetch() || !current_->samples_wanted) {
+      controller_->on_trace_invalidated();
+    } else {
+      current_->invalidated_after.push_back(index);  // delivered with the samples
+    }
+  }
+}
+
 void RankProcess::add_gathered_bytes(std::int64_t bytes) {
   gathered_bytes_ += bytes;
   current_->peak_gathered_bytes = std::max(current_->peak_gathered_bytes, gathered_bytes_);
@@ -202,6 +249,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   Context context;
   co_await execute(coordinator_.reset_step(), context);
   current_->trace_mode = coordinator_.trace_mode();
+  co_await update_controller(iteration);
   current_->bucket_numel = coordinator_.prefetch_bucket_numel();
 
   co_await forward(0);
@@ -225,6 +273,98 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   host_span(shared_.label_iteration, host_start);
 }
 
+void AgreementBoard::post(std::int64_t round, int rank, core::Proposal proposal) {
+  auto& proposals = rounds_[round];
+  if (proposals.empty()) proposals.resize(static_cast<std::size_t>(ranks_));
+  proposals[static_cast<std::size_t>(rank)] = std::move(proposal);
+}
+
+core::Proposal AgreementBoard::agreed(std::int64_t round, core::Agreement agreement, int rank) const {
+  return core::agree(agreement, rounds_.at(round), rank);
+}
+
+std::vector<core::TimingSample> RankProcess::samples_of(std::int32_t i) const {
+  const RankIteration& it = iteration(i);
+  std::vector<core::TimingSample> samples;
+  samples.reserve(it.fetches.size());
+  // One sample per fetch that has an earlier same-phase fetch on this rank in this iteration:
+  // wait = start->end on the compute stream (device events), interval = previous end->end.
+  const RankIteration::Fetch* previous[2] = {nullptr, nullptr};
+  for (const auto& fetch : it.fetches) {
+    const RankIteration::Fetch*& prev = previous[fetch.phase];
+    if (prev) {
+      core::TimingSample sample;
+      sample.iteration = i;
+      sample.rank = rank_;
+      sample.phase = fetch.phase == 0 ? core::Phase::kForward : core::Phase::kBackward;
+      sample.wait_ns = events_.signaled_ns(fetch.end_event) - events_.signaled_ns(fetch.start_event);
+      sample.interval_ns = events_.signaled_ns(fetch.end_event) - events_.signaled_ns(prev->end_event);
+      // What host perf_counter timers would have read (review defect (b)).
+      sample.extra = {{core::kHostWaitColumn, fetch.host_end_ns - fetch.host_start_ns},
+                      {core::kHostIntervalColumn, fetch.host_end_ns - prev->host_end_ns}};
+      samples.push_back(std::move(sample));
+    }
+    prev = &fetch;
+  }
+  return samples;
+}
+
+// Samples of an iteration go to the controller in fetch order, with each trace invalidation
+// right after its fetch's sample (contract steps 3-4).
+void RankProcess::deliver_samples(std::int32_t i) {
+  const RankIteration& it = iteration(i);
+  const std::vector<core::TimingSample> samples = samples_of(i);
+  std::size_t next_sample = 0;
+  const RankIteration::Fetch* seen[2] = {nullptr, nullptr};
+  std::size_t invalidation = 0;
+  for (std::size_t f = 0; f < it.fetches.size(); ++f) {
+    const auto& fetch = it.fetches[f];
+    if (seen[fetch.phase]) controller_->observe(samples[next_sample++]);
+    seen[fetch.phase] = &fetch;
+    while (invalidation < it.invalidated_after.size() && it.invalidated_after[invalidation] == f) {
+      controller_->on_trace_invalidated();
+      ++invalidation;
+    }
+  }
+}
+
+HostTask RankProcess::update_controller(std::int32_t iteration) {
+  // Step 3 for the previous iteration (batch policies): its samples, read from device events
+  // after a host synchronisation on the last one, as the follow-up's update() does.
+  if (iteration > 1 && !controller_->decides_per_fetch()) {
+    RankIteration& previous = iterations_[static_cast<std::size_t>(iteration - 2)];
+    if (previous.samples_wanted) {
+      if (!previous.fetches.empty() && previous.fetches.back().end_event >= 0) {
+        co_await host_sync(previous.fetches.back().end_event);
+      }
+      deliver_samples(iteration - 1);
+    }
+  }
+  // Step 1: an update point proposes; ranks agree through a small collective.
+  if (std::optional<core::Proposal> proposal = controller_->begin_iteration(iteration, current_->trace_mode)) {
+    const core::Agreement agreement = controller_->agreement();
+    if (agreement == core::Agreement::kNone || world_size_ == 1) {
+      controller_->apply(*proposal);
+    } else {
+      const std::int64_t round = agreement_rounds_++;
+      const auto values = static_cast<std::int64_t>(proposal->values.size());
+      shared_.agreement->post(round, rank_, std::move(*proposal));
+      CollectiveCall call;
+      call.kind = CollectiveKind::kAllReduce;  // a broadcast costs about the same at 8 bytes a value
+      call.bytes = 8 * (1 + values);
+      call.iteration = iteration;
+      call.label = shared_.kind_label[5];
+      std::int32_t done = -1;
+      issue_collective(compute_, call, done);
+      co_await host_sync_on_comm(done, &current_->other_comm_idle_ns);  // .item() on the result
+      controller_->apply(shared_.agreement->agreed(round, agreement, rank_));
+    }
+  }
+  // Step 2.
+  coordinator_.set_prefetch_bucket_numel(controller_->bucket_numel());
+  current_->samples_wanted = controller_->wants_samples();
+}
+
 HostTask RankProcess::forward(int module) {
   if (skipped(module)) co_return;
   const auto& compute = *shared_.compute;
@@ -235,9 +375,9 @@ HostTask RankProcess::forward(int module) {
   current_->fetches.push_back({0, record(compute_), -1, host_timer_now(), 0});
   Context context{core::Phase::kForward, module, &current_->fetches.back()};
   core::FetchPlan fetch = coordinator_.fetch_sub_module(module, core::Phase::kForward);
-  if (fetch.info.trace_invalidated) ++current_->trace_invalidations;
   co_await execute(fetch.plan, context);
   take_fetch_end_sample(context);
+  after_fetch(fetch.info);
   host_span(shared_.label_hook_fetch, hook_start);
 
   const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
@@ -265,9 +405,9 @@ HostTask RankProcess::backward(int module) {
   current_->fetches.push_back({1, record(compute_), -1, host_timer_now(), 0});
   Context context{core::Phase::kBackward, module, &current_->fetches.back()};
   core::FetchPlan fetch = coordinator_.fetch_sub_module(module, core::Phase::kBackward);
-  if (fetch.info.trace_invalidated) ++current_->trace_invalidations;
   co_await execute(fetch.plan, context);
   take_fetch_end_sample(context);
+  after_fetch(fetch.info);
   host_span(shared_.label_hook_fetch, hook_start);
 
   // Own backward (data and weight gradients), then this module's gradient hooks; children

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/coordinator.hpp"
+#include "core/prefetch_controller.hpp"
 #include "core/random_stream.hpp"
 #include "core/scenario.hpp"
 #include "sim/communicator.hpp"
@@ -56,6 +57,21 @@ struct RankIteration {
   };
   std::vector<Fetch> fetches;
   std::int32_t first_event = 0;  // the first device event this iteration created
+  bool samples_wanted = false;   // the controller asked for this iteration's samples
+  std::vector<std::size_t> invalidated_after;  // fetch indices whose fetch invalidated the trace
+};
+
+// Cross-rank agreement for controllers (the all-reduce MAX / broadcast of the follow-up): ranks
+// post their proposals per round, and read the combined one once the round's collective is done.
+class AgreementBoard {
+ public:
+  explicit AgreementBoard(int ranks) : ranks_(ranks) {}
+  void post(std::int64_t round, int rank, core::Proposal proposal);
+  core::Proposal agreed(std::int64_t round, core::Agreement agreement, int rank) const;
+
+ private:
+  int ranks_;
+  std::map<std::int64_t, std::vector<core::Proposal>> rounds_;
 };
 
 // Per-scenario facts every rank shares, computed once by the world.
@@ -77,7 +93,8 @@ struct SharedRankContext {
                label_partition_copy = -1, label_optimizer = -1, label_stall = -1,
                label_hook_fetch = -1, label_hook_release = -1, label_iteration = -1,
                label_trace_check = -1;
-  std::int32_t kind_label[6] = {};  // on_demand, prefetch, persistent_regather, grad_bucket, trace_check, -
+  std::int32_t kind_label[6] = {};  // on_demand, prefetch, persistent_regather, grad_bucket, trace_check, agreement
+  AgreementBoard* agreement = nullptr;
 };
 
 class RankProcess final : public StreamObserver {
@@ -89,6 +106,9 @@ class RankProcess final : public StreamObserver {
 
   int rank() const { return rank_; }
   const RankIteration& iteration(std::int32_t i) const { return iterations_.at(static_cast<std::size_t>(i - 1)); }
+  // The iteration's timing samples (samples.csv rows), in fetch order; every event they read
+  // must be signalled.
+  std::vector<core::TimingSample> samples_of(std::int32_t i) const;
   // The world has turned iteration `i` into records: its per-fetch detail and every device event
   // from before it (all signalled by now) can go, so long runs keep constant memory.
   void forget_before_iteration(std::int32_t i);
@@ -123,6 +143,9 @@ class RankProcess final : public StreamObserver {
   HostTask backward(int module);
   HostTask execute(const core::Plan& plan, Context& context);
   HostTask gradients_ready(int module);
+  // Contract of core/prefetch_controller.hpp, steps 1-3, at reset_step.
+  HostTask update_controller(std::int32_t iteration);
+  void deliver_samples(std::int32_t iteration);
   HostTask flush_reduce_bucket();
   // Awaitables, not coroutines: these run on every hook and launch, so they must not allocate.
   EventTable::HostWait host_sync(std::int32_t event) { return events_.host_wait(event); }
@@ -142,6 +165,7 @@ class RankProcess final : public StreamObserver {
   void wait(Stream& stream, std::int32_t event, StallKind stall = StallKind::kNone);
   std::int64_t issue_collective(Stream& user_stream, const CollectiveCall& call, std::int32_t& done_event);
   void take_fetch_end_sample(Context& context);
+  void after_fetch(const core::FetchInfo& info);
   void add_gathered_bytes(std::int64_t bytes);
   void host_span(std::int32_t label, TimeNs start_ns);
 
@@ -160,6 +184,8 @@ class RankProcess final : public StreamObserver {
   Stream* all_gather_;      // == &compute_ when overlap_comm is false
   Stream* reduce_scatter_;  // idem
   core::Coordinator coordinator_;
+  std::unique_ptr<core::PrefetchController> controller_;
+  std::int64_t agreement_rounds_ = 0;
   std::int64_t world_size_;
   std::int64_t dtype_bytes_;
 
@@ -181,6 +207,7 @@ class RankProcess final : public StreamObserver {
   core::RandomStream host_noise_;
   core::RandomStream timer_noise_;
   double slow_factor_ = 1.0;
+  TimeNs last_timer_reading_ = 0;
 };
 
 }  // namespace prefetchlab::sim

@@ -14,14 +14,23 @@ World::World(const core::Scenario& scenario, bool record_trace)
       compute_(std::make_unique<ComputeModel>(scenario.cluster.hardware, scenario.cluster.calibration,
                                               scenario.training.dtype)) {
   build_shared_context();
+  agreement_ = std::make_unique<AgreementBoard>(static_cast<int>(scenario.cluster.world_size()));
+  shared_.agreement = agreement_.get();
   const int world_size = static_cast<int>(scenario.cluster.world_size());
   communicator_ = std::make_unique<Communicator>(engine_, *cost_model_, world_size,
                                                  static_cast<int>(scenario.cluster.nodes), *this);
   const auto iterations = static_cast<std::int32_t>(scenario.training.iterations);
   ranks_done_.assign(static_cast<std::size_t>(iterations) + 1, 0);
-  for (int r = 0; r < world_size; ++r) {
-    ranks_.push_back(std::make_unique<RankProcess>(r, engine_, resumer_, *communicator_, shared_, *this,
-                                                   r * (iterations + 1)));
+  try {
+    for (int r = 0; r < world_size; ++r) {
+      ranks_.push_back(std::make_unique<RankProcess>(r, engine_, resumer_, *communicator_, shared_, *this,
+                                                     r * (iterations + 1)));
+    }
+  } catch (const core::MissingSampleColumn& e) {
+    throw core::InputError({scenario.file.string(), 0}, "controller.policy",
+                           std::string("policy '") + core::controller_policy_name(scenario.controller.policy) +
+                               "' needs the sample column '" + e.column() + "', which the simulator does not measure yet",
+                           "a policy configuration that does not need it (e.g. no memory_budget_bytes)");
   }
 }
 
@@ -170,26 +179,8 @@ core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::T
     first = false;
 
     buckets.push_back({iteration, rank->rank(), it.bucket_numel});
-    samples.reserve(samples.size() + it.fetches.size());
-    // A sample per fetch that has an earlier same-phase fetch on this rank in this iteration:
-    // wait = start→end on the compute stream (device events), interval = previous end→end.
-    const RankIteration::Fetch* previous[2] = {nullptr, nullptr};
-    for (const auto& fetch : it.fetches) {
-      const RankIteration::Fetch*& prev = previous[fetch.phase];
-      if (prev) {
-        core::TimingSample sample;
-        sample.iteration = iteration;
-        sample.rank = rank->rank();
-        sample.phase = fetch.phase == 0 ? core::Phase::kForward : core::Phase::kBackward;
-        sample.wait_ns = events.signaled_ns(fetch.end_event) - events.signaled_ns(fetch.start_event);
-        sample.interval_ns = events.signaled_ns(fetch.end_event) - events.signaled_ns(prev->end_event);
-        // What host perf_counter timers would have read (review defect (b)).
-        sample.extra = {{"host_wait_ns", fetch.host_end_ns - fetch.host_start_ns},
-                        {"host_interval_ns", fetch.host_end_ns - prev->host_end_ns}};
-        samples.push_back(std::move(sample));
-      }
-      prev = &fetch;
-    }
+    const auto rank_samples = rank->samples_of(iteration);
+    samples.insert(samples.end(), rank_samples.begin(), rank_samples.end());
   }
   return record;
 }
@@ -198,7 +189,10 @@ std::string World::describe_mismatch(const CollectiveMismatch& mismatch) const {
   // Ranks that asked for the same thing are listed together: "ranks 0-2,4-7: ...; rank 3: ...".
   auto describe_call = [&](const CollectiveCall& call) {
     std::string text = std::string(collective_kind_name(call.kind)) + " of " + std::to_string(call.bytes) + " bytes";
-    if (call.issued_by >= 0) text += " issued by " + scenario_.model.modules[static_cast<std::size_t>(call.issued_by)].name;
+    if (call.issued_by >= 0) {
+      const std::string& name = scenario_.model.modules[static_cast<std::size_t>(call.issued_by)].name;
+      text += " issued by " + (name.empty() ? std::string("the root module") : name);
+    }
     return text;
   };
   std::vector<std::pair<std::string, std::vector<int>>> groups;

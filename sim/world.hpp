@@ -75,6 +75,7 @@ class World final : public EventHandler, public CollectiveListener {
   std::unique_ptr<CollectiveCostModel> cost_model_;
   std::unique_ptr<ComputeModel> compute_;
   SharedRankContext shared_;
+  std::unique_ptr<AgreementBoard> agreement_;
   std::unique_ptr<Communicator> communicator_;
   std::vector<std::unique_ptr<RankProcess>> ranks_;
   std::vector<int> ranks_done_;  // per iteration (1-based)
