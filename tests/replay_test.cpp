@@ -225,3 +225,24 @@ TEST(ReplayCommand, RankOutsideTheWorldAndMissingColumnAreBadInput) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.output.find("peak_reserved_bytes"), std::string::npos) << missing.output;
 }
+
+TEST(ReplayCommand, ReplayOfARunsOwnSamplesReproducesItsBucketsForStatic) {
+  // The adaptive policies are checked the same way once the simulator runs them (issue 6,
+  // "Done when" 2); the static policy runs today.
+  TempDir dir("replay-run");
+  const std::string scenario = std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/tiny-llama-2x-h100.yaml";
+  const auto run = run_cli("run " + scenario + " -o " + dir.path().string() + " --set output.trace=false");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto out = dir.path() / "replayed.csv";
+  const auto replay = run_cli("replay --scenario " + scenario + " --samples " + (dir.path() / "samples.csv").string() +
+                              " -o " + out.string());
+  ASSERT_EQ(replay.exit_code, 0) << replay.output;
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  EXPECT_EQ(slurp(out), slurp(dir.path() / "buckets.csv"));
+  EXPECT_NE(slurp(out).find("6,1,100000"), std::string::npos);
+}
