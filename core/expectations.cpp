@@ -1,6 +1,9 @@
 #include "expectations.hpp"
 
 #include <array>
+#include <string>
+
+#include "size_value.hpp"
 #include <utility>
 
 namespace prefetchlab::core {
@@ -61,6 +64,27 @@ Expectations load_expectations(const YamlSection& section) {
     if (range.min > range.max) section.fail(key, "has min > max", expected);
     out.ranges.push_back(range);
   }
+  const YamlSection buckets = section.section("bucket_numel");
+  const std::string bucket_expected = "{iteration: [min, max]} with element counts, e.g. {2: [6e7, 1e9]}";
+  for (const auto& key : buckets.keys()) {
+    int iteration = 0;
+    try {
+      iteration = std::stoi(key);
+    } catch (const std::exception&) {
+    }
+    if (iteration < 1 || std::to_string(iteration) != key) buckets.fail(key, "is not an iteration number", bucket_expected);
+    const YAML::Node node = buckets.raw(key);
+    ExpectedBucket bucket{iteration, -1, -1};
+    if (node.IsSequence() && node.size() == 2 && node[0].IsScalar() && node[1].IsScalar()) {
+      bucket.min_numel = parse_count(node[0].Scalar()).value_or(-1);
+      bucket.max_numel = parse_count(node[1].Scalar()).value_or(-1);
+    }
+    if (bucket.min_numel < 0 || bucket.max_numel < bucket.min_numel) {
+      buckets.fail(key, "is not a [min, max] pair of element counts", bucket_expected);
+    }
+    out.buckets.push_back(bucket);
+  }
+  buckets.finish();
   section.finish();
   return out;
 }
@@ -80,6 +104,15 @@ nlohmann::ordered_json check_expectations(const Expectations& expectations, RunS
                       {"expected", {range.min, range.max}},
                       {"actual", actual},
                       {"met", actual >= range.min && actual <= range.max}});
+  }
+  for (const auto& bucket : expectations.buckets) {
+    const auto& trajectory = stats.bucket_trajectory_numel;
+    const bool present = bucket.iteration <= static_cast<int>(trajectory.size());
+    const std::int64_t actual = present ? trajectory[static_cast<std::size_t>(bucket.iteration - 1)] : -1;
+    checks.push_back({{"check", "bucket_numel at iteration " + std::to_string(bucket.iteration)},
+                      {"expected", {bucket.min_numel, bucket.max_numel}},
+                      {"actual", actual},
+                      {"met", present && actual >= bucket.min_numel && actual <= bucket.max_numel}});
   }
   return checks;
 }

@@ -6,6 +6,7 @@
 //   expect:
 //     status: ok                      # ok | collective_mismatch | oom | interrupted | error
 //     steady_step_time_ms: [260, 275] # inclusive [min, max]; any listed metric
+//     bucket_numel: {2: [6e7, 1e9]}   # the bucket at an iteration's first fetch (max over ranks)
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -36,10 +37,17 @@ struct ExpectedRange {
   double max = 0;
 };
 
+struct ExpectedBucket {
+  int iteration = 0;
+  std::int64_t min_numel = 0;
+  std::int64_t max_numel = 0;
+};
+
 struct Expectations {
   std::optional<RunStatus> status;
   std::vector<ExpectedRange> ranges;
-  bool empty() const { return !status && ranges.empty(); }
+  std::vector<ExpectedBucket> buckets;
+  bool empty() const { return !status && ranges.empty() && buckets.empty(); }
 };
 
 Expectations load_expectations(const YamlSection& section);
