@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "command_context.hpp"
+#include "compare_command.hpp"
 #include "describe_command.hpp"
 #include "replay_command.hpp"
 #include "run_command.hpp"
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = kExitOk;
   add_describe_command(app, &exit_code);
+  add_compare_command(app, &exit_code);
   add_run_command(app, &exit_code);
   add_replay_command(app, &exit_code);
   try {

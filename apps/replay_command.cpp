@@ -17,10 +17,11 @@ struct ReplayOptions {
   std::string scenario;
   std::string samples;
   std::string output;
+  std::vector<std::string> overrides;
 };
 
 int replay(const ReplayOptions& options) {
-  const core::Scenario scenario = core::load_scenario(options.scenario, {}, bundled_data());
+  const core::Scenario scenario = core::load_scenario(options.scenario, options.overrides, bundled_data());
   const int world = static_cast<int>(scenario.cluster.world_size());
   const core::SamplesFile samples = core::read_samples_csv(options.samples, world);
   core::ControllerContext context;
@@ -50,6 +51,7 @@ CLI::App* add_replay_command(CLI::App& app, int* exit_code) {
   command->add_option("--scenario", options->scenario, "scenario YAML")->required();
   command->add_option("--samples", options->samples, "samples.csv of a run")->required();
   command->add_option("-o,--output", options->output, "output CSV (default: stdout)");
+  command->add_option("--set", options->overrides, "override a scenario key: key.path=value (as given to run)");
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return replay(*options); }); });
   return command;
 }

@@ -1,0 +1,202 @@
+#include "compare_command.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "command_context.hpp"
+#include "core/input_error.hpp"
+#include "core/scenario.hpp"
+#include "sim/world.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+struct CompareOptions {
+  std::vector<std::string> scenarios;
+  std::vector<std::string> policies{"deepspeed_pr8431", "ema_threshold", "pace_search"};
+  std::int64_t iterations = 40;
+  std::string output;
+  unsigned jobs = 0;
+};
+
+// What one simulated configuration produced.
+struct Outcome {
+  std::string label;
+  std::int64_t bucket_numel = 0;  // the configured (starting) bucket
+  core::RunStatus status = core::RunStatus::kOk;
+  std::vector<std::int64_t> step_ns;  // per finished iteration
+  std::int64_t steady_ns = 0;         // median of the last half of the iterations
+  std::int64_t peak_reserved_bytes = 0;
+  std::int64_t final_bucket_numel = 0;
+};
+
+std::int64_t median_of_last_half(const std::vector<std::int64_t>& steps) {
+  if (steps.empty()) return 0;
+  std::vector<std::int64_t> tail(steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2), steps.end());
+  return core::median_ns(tail);
+}
+
+Outcome simulate(const std::string& file, std::vector<std::string> overrides, std::string label) {
+  overrides.push_back("output.trace=false");
+  const core::Scenario scenario = core::load_scenario(file, overrides, bundled_data());
+  sim::World world(scenario, false);
+  const sim::WorldResult result = world.run();
+  Outcome outcome;
+  outcome.label = std::move(label);
+  outcome.bucket_numel = scenario.zero.prefetch_bucket_numel;
+  outcome.status = result.status;
+  for (const auto& it : result.metrics.iterations) {
+    outcome.step_ns.push_back(it.step_time_ns);
+    outcome.peak_reserved_bytes = std::max(outcome.peak_reserved_bytes, it.peak_reserved_bytes);
+    outcome.final_bucket_numel = it.bucket_numel;
+  }
+  outcome.steady_ns = median_of_last_half(outcome.step_ns);
+  return outcome;
+}
+
+// Runs independent simulations on all cores; results keep the order of `jobs`.
+std::vector<Outcome> run_all(const std::vector<std::function<Outcome()>>& jobs, unsigned threads) {
+  std::vector<std::optional<Outcome>> results(jobs.size());
+  std::vector<std::exception_ptr> errors(jobs.size());
+  std::size_t next = 0;
+  std::mutex mutex;
+  auto worker = [&] {
+    for (;;) {
+      std::size_t index;
+      {
+        std::lock_guard lock(mutex);
+        if (next == jobs.size()) return;
+        index = next++;
+      }
+      try {
+        results[index] = jobs[index]();
+      } catch (...) {
+        errors[index] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::max(1u, threads); ++t) pool.emplace_back(worker);
+  for (auto& thread : pool) thread.join();
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  std::vector<Outcome> out;
+  for (auto& r : results) out.push_back(std::move(*r));
+  return out;
+}
+
+// The iteration from which the step time stays within 2% of `target_ns` to the end of the run
+// (iteration 1 records the trace, so 2 is the earliest possible); nullopt when it never settles.
+std::optional<std::int64_t> settled_from_iteration(const Outcome& outcome, std::int64_t target_ns) {
+  if (outcome.status != core::RunStatus::kOk) return std::nullopt;
+  const double limit = 1.02 * static_cast<double>(target_ns);
+  std::optional<std::int64_t> settled;
+  for (std::size_t i = outcome.step_ns.size(); i-- > 1;) {
+    if (static_cast<double>(outcome.step_ns[i]) > limit) break;
+    settled = static_cast<std::int64_t>(i + 1);
+  }
+  return settled;
+}
+
+std::string ms(std::int64_t ns) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", static_cast<double>(ns) / 1e6);
+  return buffer;
+}
+
+std::string gib(std::int64_t bytes) {
+  if (bytes == 0) return "-";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buffer;
+}
+
+std::string numel(std::int64_t n) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", static_cast<double>(n));
+  return buffer;
+}
+
+int compare(const CompareOptions& options) {
+  const unsigned threads = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::ostringstream table;
+  table << "| scenario | configuration | start bucket | final bucket | steady step (ms) | vs best static | "
+           "within 2% of best static from iteration | peak reserved (GiB) |\n"
+        << "|---|---|---|---|---|---|---|---|\n";
+  const std::string iterations = "training.iterations=" + std::to_string(options.iterations);
+  const std::string warmup = "training.warmup_iterations=1";
+  for (const auto& file : options.scenarios) {
+    const core::Scenario scenario = core::load_scenario(file, {}, bundled_data());
+    std::vector<std::function<Outcome()>> jobs;
+    // The best static bucket: a x2 grid from 1e5 to max_live on the same seed, with the
+    // scenario's other settings (the controller forced to static).
+    std::vector<std::int64_t> grid;
+    for (std::int64_t b = 100'000; b <= scenario.zero.max_live_numel; b *= 2) grid.push_back(b);
+    for (const std::int64_t b : grid) {
+      jobs.push_back([=] {
+        return simulate(file, {iterations, warmup, "controller={policy: static}",
+                               "zero.stage3_prefetch_bucket_size=" + std::to_string(b)},
+                        "static " + numel(b));
+      });
+    }
+    jobs.push_back([=] {
+      return simulate(file, {iterations, warmup, "controller={policy: static}", "zero.stage3_prefetch_bucket_size=5e7"},
+                      "DeepSpeed default (static 5e7)");
+    });
+    for (const auto& policy : options.policies) {
+      jobs.push_back([=] { return simulate(file, {iterations, warmup, "controller={policy: " + policy + "}"}, policy); });
+    }
+    const std::vector<Outcome> outcomes = run_all(jobs, threads);
+    const auto best = std::min_element(outcomes.begin(), outcomes.begin() + static_cast<std::ptrdiff_t>(grid.size()),
+                                       [](const Outcome& a, const Outcome& b) {
+                                         if (a.status != b.status) return a.status == core::RunStatus::kOk;
+                                         return a.steady_ns < b.steady_ns;
+                                       });
+    auto row = [&](const Outcome& o, const std::string& label) {
+      const auto settled = settled_from_iteration(o, best->steady_ns);
+      const double ratio = static_cast<double>(o.steady_ns) / static_cast<double>(best->steady_ns);
+      char vs[32];
+      std::snprintf(vs, sizeof vs, "%+.1f%%", (ratio - 1.0) * 100.0);
+      table << "| " << scenario.name << " | " << label << " | " << numel(o.bucket_numel) << " | "
+            << numel(o.final_bucket_numel) << " | "
+            << (o.status == core::RunStatus::kOk ? ms(o.steady_ns) : std::string(core::run_status_name(o.status)))
+            << " | " << (o.status == core::RunStatus::kOk ? vs : "-") << " | "
+            << (settled ? std::to_string(*settled) : std::string("never")) << " | " << gib(o.peak_reserved_bytes)
+            << " |\n";
+    };
+    row(outcomes[grid.size()], "DeepSpeed default (static 5e7)");
+    row(*best, "best static (" + best->label.substr(7) + ")");
+    for (std::size_t p = 0; p < options.policies.size(); ++p) row(outcomes[grid.size() + 1 + p], options.policies[p]);
+  }
+  if (options.output.empty()) {
+    std::cout << table.str();
+  } else {
+    std::ofstream(options.output) << table.str();
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* add_compare_command(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<CompareOptions>();
+  CLI::App* command = app.add_subcommand(
+      "compare", "Default static, best static and adaptive policies side by side, per scenario");
+  command->add_option("scenarios", options->scenarios, "scenario YAML files")->required();
+  command->add_option("--policies", options->policies, "adaptive policies to compare")->delimiter(',');
+  command->add_option("--iterations", options->iterations, "iterations per run")->check(CLI::Range(4, 100000));
+  command->add_option("-o,--output", options->output, "write the markdown table here (default: stdout)");
+  command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: all cores)");
+  command->callback([options, exit_code] { *exit_code = run_guarded([&] { return compare(*options); }); });
+  return command;
+}
+
+}  // namespace prefetchlab::apps
