@@ -45,9 +45,10 @@ std::optional<double> parse_real(std::string_view text) {
 
 bool is_power_of_two(std::uint64_t v) { return v != 0 && std::has_single_bit(v); }
 
-// PyTorch's rule: max_split_size_mb must be > 20 (kLargeBuffer in MB); we follow that check.
+// max_split_size_mb must be at least 20 (kLargeBuffer in MB). Older PyTorch checked > 20; the
+// current c10/core/AllocatorConfig.cpp checks >= 20, which we follow (as do the research notes).
 std::optional<ConfError> set_max_split(AllocatorOptions& o, std::uint64_t mb) {
-  if (mb <= kLargeBufferMb) return ConfError{"too small: " + std::to_string(mb), "an integer > 20 (MB)"};
+  if (mb < kLargeBufferMb) return ConfError{"too small: " + std::to_string(mb), "an integer >= 20 (MB)"};
   if (mb > std::numeric_limits<std::uint64_t>::max() / kMiB) return ConfError{"too large", "a size in MB"};
   o.max_split_size_bytes = mb * kMiB;
   return std::nullopt;
@@ -68,8 +69,9 @@ std::optional<ConfError> set_gc_threshold(AllocatorOptions& o, double t) {
 
 // One entry of the list form: `interval_mb` is a power of two in MB, or ">" (every interval
 // above the last one named). The first named interval also sets every interval below it. This
-// is PyTorch's parseRoundUpPower2Divisions; for ">" we fill from the interval after the last
-// named one.
+// is PyTorch's parseRoundUpPower2Divisions. For ">" we fill from the interval *after* the last
+// named one, as current PyTorch (c10/core/AllocatorConfig.cpp) does; older versions (e.g. 2.1 to
+// 2.5, c10/cuda/CUDAAllocatorConfig.cpp) also overwrote the last named interval itself.
 class DivisionsBuilder {
  public:
   explicit DivisionsBuilder(std::array<std::uint64_t, kRoundupPower2Intervals>& table) : table_(table) {}

@@ -26,6 +26,21 @@
 // once. empty_cache() and the out-of-memory retry wait for every stream
 // (mark_streams_synchronized(), counted in num_sync_all_streams), as cudaDeviceSynchronize would:
 // a simulator should charge that wait.
+//
+// Where this differs from PyTorch, and why:
+//  * No free-memory callbacks (the step between the pool search and cudaMalloc): a simulator has
+//    none registered. No CUDA-graph private pools.
+//  * garbage_collection_threshold acts only when per_process_memory_fraction is set, exactly as in
+//    PyTorch (its set_fraction guard); the fraction is therefore an option here.
+//  * malloc(0) is rounded to 512 B like any tiny request (DeviceCachingAllocator::malloc);
+//    torch's allocate(0) returns a null pointer without calling it.
+//  * The max_split_size release path releases only blocks that are whole segments (PyTorch
+//    assumes so; splits always leave tails below max_split_size, so this never differs).
+//  * Expandable segments: pages are device_malloc'd one by one (cuMemCreate); the `segment` stat
+//    does not count them (PyTorch's map_block only grows reserved_bytes); a range whose pages are
+//    all unmapped is given back. No IPC / peer access.
+//  * FixedCapacityDeviceMemory models no physical fragmentation: a cudaMalloc succeeds whenever
+//    the total fits.
 #include <cstdint>
 #include <deque>
 #include <map>

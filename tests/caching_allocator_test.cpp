@@ -498,7 +498,8 @@ TEST(CachingAllocatorConfig, ParsesAllocConfString) {
   EXPECT_EQ(e.key(), "max_split_size");
   EXPECT_EQ(e.where().file, "PYTORCH_CUDA_ALLOC_CONF");
   EXPECT_EQ(e.suggestion(), "max_split_size_mb");
-  e = expect_input_error([] { pc::parse_alloc_conf("max_split_size_mb:20"); });
+  EXPECT_EQ(pc::parse_alloc_conf("max_split_size_mb:20").max_split_size_bytes, std::optional<std::uint64_t>(20 * MiB));
+  e = expect_input_error([] { pc::parse_alloc_conf("max_split_size_mb:19"); });
   EXPECT_EQ(e.key(), "max_split_size_mb");
   e = expect_input_error([] { pc::parse_alloc_conf("garbage_collection_threshold:1.5"); });
   EXPECT_EQ(e.key(), "garbage_collection_threshold");
