@@ -412,6 +412,28 @@ TEST(CachingAllocatorOptions, GarbageCollectionThresholdReleasesOldCachedSegment
   }
 }
 
+TEST(CachingAllocatorOptions, GarbageCollectionReleasesOldestFirstAndStopsAtTarget) {
+  // 400 MiB device, fraction 0.5 -> 200 MiB allowed; threshold 0.6 -> GC above 120 MiB reserved.
+  pc::AllocatorOptions options;
+  options.per_process_memory_fraction = 0.5;
+  options.garbage_collection_threshold = 0.6;
+  pc::FixedCapacityDeviceMemory device(400 * MiB);
+  pc::CachingAllocator alloc(device, options);
+  alloc.free(must(alloc.malloc(40 * MiB, 0)));  // search 1; cached at age base 1
+  const auto y = must(alloc.malloc(50 * MiB, 0));  // search 2
+  const pc::DeviceAddress y_address = alloc.info(y).address;
+  alloc.free(y);                                   // cached at age base 2
+  must(alloc.malloc(60 * MiB, 0));                 // search 3: 150 MiB reserved
+  EXPECT_EQ(reserved(alloc), I(150 * MiB));
+  // Search 4 finds nothing: GC must reclaim 30 MiB; ages 3 and 2, average 2.5: only the 40 MiB
+  // block is old enough, and 40 >= 30 ends the collection.
+  must(alloc.malloc(70 * MiB, 0));
+  EXPECT_EQ(reserved(alloc), I(180 * MiB));
+  const auto again = must(alloc.malloc(50 * MiB, 0));
+  EXPECT_EQ(alloc.info(again).address, y_address);
+  EXPECT_INVARIANTS(alloc);
+}
+
 TEST(CachingAllocatorOptions, PerProcessMemoryFractionCapsReserved) {
   pc::AllocatorOptions options;
   options.per_process_memory_fraction = 0.5;
@@ -482,6 +504,21 @@ TEST(CachingAllocatorOptions, ExpandableEmptyCacheUnmapsOnlyWholeFreePages) {
 }
 
 // ------------------------------------------------------------------ options from text
+
+TEST(CachingAllocatorStats, FlatMapUsesTorchNames) {
+  pc::FixedCapacityDeviceMemory device(GiB);
+  pc::CachingAllocator alloc(device);
+  must(alloc.malloc(3 * MiB, 0));
+  const auto flat = alloc.stats().as_flat_map();
+  EXPECT_EQ(flat.at("allocated_bytes.all.current"), I(3 * MiB));
+  EXPECT_EQ(flat.at("reserved_bytes.large_pool.peak"), I(20 * MiB));
+  EXPECT_EQ(flat.at("inactive_split_bytes.all.current"), I(17 * MiB));
+  EXPECT_EQ(flat.at("requested_bytes.all.current"), I(3 * MiB));
+  EXPECT_EQ(flat.at("active_bytes.small_pool.current"), 0);
+  EXPECT_EQ(flat.at("num_alloc_retries"), 0);
+  EXPECT_EQ(flat.at("num_ooms"), 0);
+  EXPECT_EQ(flat.at("segment.all.current"), 1);
+}
 
 TEST(CachingAllocatorConfig, ParsesAllocConfString) {
   const auto o = pc::parse_alloc_conf(
