@@ -11,6 +11,7 @@
 #include "command_context.hpp"
 #include "core/json_file.hpp"
 #include "core/metrics_csv.hpp"
+#include "core/prefetch_controller.hpp"
 #include "core/scenario.hpp"
 #include "core/scenario_json.hpp"
 #include "core/summary_json.hpp"
@@ -58,6 +59,13 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
             << "stall forward:       " << ms(stats.mean_forward_stall_ns) << " per iteration\n"
             << "stall backward:      " << ms(stats.mean_backward_stall_ns) << " per iteration\n"
             << "peak gathered params: " << mib(stats.peak_gathered_param_bytes) << "\n"
+            << "peak allocated:      " << mib(stats.peak_allocated_bytes) << "\n"
+            << "peak reserved:       " << mib(stats.peak_reserved_bytes) << " ("
+            << (stats.peak_reserved_bytes > 0
+                    ? std::to_string(100 * (stats.peak_reserved_bytes - stats.peak_allocated_bytes) /
+                                     stats.peak_reserved_bytes)
+                    : std::string("0"))
+            << "% not allocated at the peaks: fragmentation and cache)\n"
             << "events simulated:    " << result.events_processed << "\n"
             << "outputs in:          " << dir.string() << "\n";
 }
@@ -76,14 +84,20 @@ int run(const RunOptions& options) {
 
   // Row files are appended and flushed as each iteration finishes.
   core::IterationsCsv iterations_csv(dir / "iterations.csv");
-  core::SamplesCsv samples_csv(dir / "samples.csv", {"host_wait_ns", "host_interval_ns"});
+  core::SamplesCsv samples_csv(dir / "samples.csv",
+                               {core::kHostWaitColumn, core::kHostIntervalColumn, core::kPeakReservedColumn});
   core::BucketsCsv buckets_csv(dir / "buckets.csv");
+  std::optional<core::MemoryCsv> memory_csv;
+  if (scenario.output.memory_timeline) memory_csv.emplace(dir / "memory.csv");
   sim::IterationSink sink;
   sink.on_iteration = [&](const core::IterationRecord& record, std::span<const core::TimingSample> samples,
                           std::span<const core::BucketRecord> buckets) {
     samples_csv.append(samples);
     buckets_csv.append(buckets);
     iterations_csv.append(record);
+  };
+  sink.on_memory = [&](std::span<const core::MemoryPoint> points) {
+    if (memory_csv) memory_csv->append(points);
   };
 
   sim::World world(scenario, scenario.output.trace);

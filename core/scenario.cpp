@@ -214,7 +214,7 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   const YamlSection top = YamlSection::from_node(root, source);
 
   top.allow_only({"model", "training", "cluster", "zero", "controller", "noise", "output", "divergence",
-                  "expect"});
+                  "expect", "memory"});
   Scenario scenario;
   scenario.file = file;
   scenario.name = file.stem().string();
@@ -246,11 +246,15 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   const YamlSection output = top.section("output");
   scenario.output.dir = output.get_string("dir", "out/" + scenario.name);
   scenario.output.trace = output.get_bool("trace", scenario.output.trace);
+  scenario.output.memory_timeline = output.get_bool("memory_timeline", scenario.output.memory_timeline);
   output.finish();
 
   scenario.divergence =
       load_divergence(top, scenario.model, scenario.training.iterations, scenario.cluster.world_size());
   scenario.expect = load_expectations(top.section("expect"));
+  const YamlSection memory = top.section("memory");
+  memory.allow_only({"allocator"});
+  scenario.memory.allocator = load_allocator_options(memory.section("allocator"));
   top.finish();
   return scenario;
 }

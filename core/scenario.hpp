@@ -9,12 +9,14 @@
 //   output:     where and what to write
 //   divergence: iterations on which some modules do not run (trace invalidation)
 //   expect:     what a run must produce (status, metric ranges)
+//   memory:     caching-allocator options (allocator: {...})
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "allocator_options.hpp"
 #include "controller_config.hpp"
 #include "expectations.hpp"
 #include "hardware_profile.hpp"
@@ -57,6 +59,14 @@ struct NoiseConfig {
 struct OutputConfig {
   std::filesystem::path dir;  // default out/<scenario name>; `-o` overrides
   bool trace = true;          // trace.json (Chrome trace events)
+  bool memory_timeline = true;  // memory.csv (allocated / reserved over time per rank)
+};
+
+// `memory:` — how device memory is managed: the PyTorch caching allocator's options
+// (PYTORCH_CUDA_ALLOC_CONF: max_split_size_mb, roundup_power2_divisions,
+// garbage_collection_threshold, expandable_segments, ...).
+struct MemoryConfig {
+  AllocatorOptions allocator;
 };
 
 // Data-dependent control flow (an early exit, a routed expert not taken): on `iteration` the
@@ -81,6 +91,7 @@ struct Scenario {
   ControllerConfig controller;
   NoiseConfig noise;
   OutputConfig output;
+  MemoryConfig memory;
   std::vector<DivergenceConfig> divergence;
   Expectations expect;             // checked by `run`; bundled scenarios are regression tests
   std::vector<std::string> notes;  // accepted inputs that have no effect, said out loud

@@ -57,6 +57,7 @@ void EventTable::signal(std::int32_t id) {
 
 void Stream::push(const StreamOp& op) {
   queue_.push_back(op);
+  ++enqueued_ops_;
   // Pushes come from a host thread's event, never from inside this stream's own advance(), so a
   // ready stream can start the operation now: same time, same order, one event fewer.
   if (state_ == State::kReady && !wake_scheduled_) advance();

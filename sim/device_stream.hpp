@@ -108,6 +108,9 @@ class Stream final : public EventHandler {
   bool idle() const { return queue_.empty() && state_ == State::kReady; }
   // Time the last operation finished (or 0): with idle(), when the stream drained.
   TimeNs last_done_ns() const { return last_done_ns_; }
+  // Operations enqueued and finished so far: the stream "points" recordStream events wait for.
+  std::uint64_t enqueued_ops() const { return enqueued_ops_; }
+  std::uint64_t completed_ops() const { return enqueued_ops_ - queue_.size(); }
 
   void on_event(std::int64_t tag) override;
 
@@ -131,6 +134,7 @@ class Stream final : public EventHandler {
   double slowdown_ = 1.0;
   TimeNs last_done_ns_ = 0;
   bool wake_scheduled_ = false;
+  std::uint64_t enqueued_ops_ = 0;
 };
 
 }  // namespace prefetchlab::sim

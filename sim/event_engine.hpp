@@ -34,6 +34,7 @@ class EventEngine {
   // Runs until no event is left or `stop()` is called from a handler.
   void run();
   void stop() { stopped_ = true; }
+  bool stopped() const { return stopped_; }
 
  private:
   struct Event {

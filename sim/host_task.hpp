@@ -96,6 +96,14 @@ class CoroutineResumer final : public EventHandler {
   }
 };
 
+// `co_await Halt{}`: this host thread stops for good (its rank hit a fatal condition such as
+// out of memory; the world is stopping).
+struct Halt {
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<>) const noexcept {}
+  void await_resume() const noexcept {}
+};
+
 // `co_await sleep_for(engine, resumer, ns)`: the host spends `ns` (Python, launches).
 struct SleepFor {
   EventEngine& engine;

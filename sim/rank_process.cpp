@@ -61,19 +61,81 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   context.initial_bucket_numel = shared.scenario->zero.effective_prefetch_bucket_numel();
   context.max_live_numel = shared.scenario->zero.max_live_numel;
   controller_ = core::make_prefetch_controller(shared.scenario->controller, context);
-  const std::vector<std::string> columns{core::kHostWaitColumn, core::kHostIntervalColumn};
+  param_block_.resize(shared.scenario->model.params.size());
+  activation_block_.resize(shared.scenario->model.modules.size());
+  const std::vector<std::string> columns{core::kHostWaitColumn, core::kHostIntervalColumn,
+                                         core::kPeakReservedColumn};
   controller_->bind_columns(columns);
   // overlap_comm=false puts DeepSpeed's all-gather and reduce "streams" on the default stream
   // (research §1.12).
   const bool overlap = shared.scenario->zero.overlap_comm;
   all_gather_ = overlap ? &all_gather_stream_ : &compute_;
   reduce_scatter_ = overlap ? &reduce_scatter_stream_ : &compute_;
+  const Stream* const streams[3] = {&compute_, all_gather_, reduce_scatter_};
+  memory_ = std::make_unique<RankMemory>(shared.scenario->cluster.hardware.gpu.memory_bytes,
+                                         shared.scenario->memory.allocator, streams, rank,
+                                         shared.scenario->output.memory_timeline);
+
 }
 
 RankProcess::HandleMemory& RankProcess::handle_memory(std::int64_t handle_id) {
   const auto index = static_cast<std::size_t>(handle_id);
   if (handle_memory_.size() <= index) handle_memory_.resize(index + 1);
   return handle_memory_[index];
+}
+
+std::optional<core::BlockHandle> RankProcess::allocate(std::int64_t bytes, const Stream& stream, int module,
+                                                       const char* what) {
+  auto block = memory_->allocate(bytes, stream.kind() == StreamKind::kCompute ? StreamKind::kCompute : stream.kind(),
+                                 engine_.now_ns());
+  if (block) {
+    track_memory_peaks();
+    return block;
+  }
+  const core::OutOfMemory& oom = *memory_->oom();
+  const std::string name = module < 0 ? std::string("(model states)")
+                                      : shared_.scenario->model.modules[static_cast<std::size_t>(module)].name;
+  out_of_memory_ = "out of memory on rank " + std::to_string(rank_) + " in iteration " +
+                   std::to_string(current_ ? current_->iteration : 0) + ", module " +
+                   (name.empty() ? std::string("(root)") : name) + ", allocating " + what + ": requested " +
+                   std::to_string(oom.requested_bytes) + " bytes, allocated " + std::to_string(oom.allocated_bytes) +
+                   ", reserved " + std::to_string(oom.reserved_bytes) + ", device capacity " +
+                   std::to_string(oom.device_capacity_bytes);
+  engine_.stop();
+  return std::nullopt;
+}
+
+void RankProcess::track_memory_peaks() {
+  if (!current_) return;
+  current_->peak_allocated_bytes = std::max(current_->peak_allocated_bytes, memory_->allocated_bytes());
+  current_->peak_reserved_bytes = std::max(current_->peak_reserved_bytes, memory_->reserved_bytes());
+}
+
+// ZeRO-3's resident model states (research hardware-and-allocator.md §5.4): this rank's bf16
+// parameter shards, fp32 master weights and Adam moments (unless offloaded), the flat gradient
+// partition, and the contiguous IPG reduce bucket — one flat tensor each, as DeepSpeed allocates.
+HostTask RankProcess::allocate_model_states() {
+  const core::Scenario& scenario = *shared_.scenario;
+  std::int64_t shard_numel = 0;
+  for (const auto& param : scenario.model.params) shard_numel += (param.numel + world_size_ - 1) / world_size_;
+  struct State {
+    const char* what;
+    std::int64_t bytes;
+    bool resident;
+  };
+  const bool optimizer_on_gpu = scenario.zero.offload_optimizer.device == core::OffloadDevice::kNone;
+  const State states[] = {
+      {"parameter shards", shard_numel * dtype_bytes_, scenario.zero.offload_param.device == core::OffloadDevice::kNone},
+      {"fp32 master weights", shard_numel * 4, optimizer_on_gpu},
+      {"Adam exp_avg", shard_numel * 4, optimizer_on_gpu},
+      {"Adam exp_avg_sq", shard_numel * 4, optimizer_on_gpu},
+      {"gradient partition", shard_numel * dtype_bytes_, true},
+      {"IPG reduce bucket", scenario.zero.reduce_bucket_numel * dtype_bytes_, scenario.zero.contiguous_gradients},
+  };
+  for (const State& state : states) {
+    if (!state.resident || state.bytes == 0) continue;
+    if (!allocate(state.bytes, compute_, -1, state.what)) co_await Halt{};
+  }
 }
 
 void RankProcess::forget_before_iteration(std::int32_t i) {
@@ -201,7 +263,8 @@ void RankProcess::after_fetch(const core::FetchInfo& info) {
       sample.rank = rank_;
       sample.phase = fetch.phase == 0 ? core::Phase::kForward : core::Phase::kBackward;
       sample.extra = {{core::kHostWaitColumn, fetch.host_end_ns - fetch.host_start_ns},
-                      {core::kHostIntervalColumn, fetch.host_end_ns - previous->host_end_ns}};
+                      {core::kHostIntervalColumn, fetch.host_end_ns - previous->host_end_ns},
+                      {core::kPeakReservedColumn, fetch.peak_reserved_bytes}};
       if (const auto bucket = controller_->observe(sample)) coordinator_.set_prefetch_bucket_numel(*bucket);
     }
   }
@@ -224,10 +287,12 @@ void RankProcess::take_fetch_end_sample(Context& context) {
   if (!context.fetch) return;
   context.fetch->end_event = record(compute_);
   context.fetch->host_end_ns = host_timer_now();
+  context.fetch->peak_reserved_bytes = current_->peak_reserved_bytes;
   context.fetch = nullptr;
 }
 
 HostTask RankProcess::run() {
+  co_await allocate_model_states();
   const auto& training = shared_.scenario->training;
   for (std::int32_t i = 1; i <= static_cast<std::int32_t>(training.iterations); ++i) {
     co_await run_iteration(i);
@@ -239,6 +304,8 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   iterations_.emplace_back();
   current_ = &iterations_.back();
   current_->first_event = events_.next_id();
+  current_->peak_allocated_bytes = memory_->allocated_bytes();
+  current_->peak_reserved_bytes = memory_->reserved_bytes();
   current_->iteration = iteration;
   current_->optimizer_step = iteration % scenario.training.grad_accum == 0;
   current_->peak_gathered_bytes = gathered_bytes_;
@@ -301,7 +368,8 @@ std::vector<core::TimingSample> RankProcess::samples_of(std::int32_t i) const {
       sample.interval_ns = events_.signaled_ns(fetch.end_event) - events_.signaled_ns(prev->end_event);
       // What host perf_counter timers would have read (review defect (b)).
       sample.extra = {{core::kHostWaitColumn, fetch.host_end_ns - fetch.host_start_ns},
-                      {core::kHostIntervalColumn, fetch.host_end_ns - prev->host_end_ns}};
+                      {core::kHostIntervalColumn, fetch.host_end_ns - prev->host_end_ns},
+                      {core::kPeakReservedColumn, fetch.peak_reserved_bytes}};
       samples.push_back(std::move(sample));
     }
     prev = &fetch;
@@ -387,6 +455,12 @@ HostTask RankProcess::forward(int module) {
   co_await spend(compute.kernel_launch_ns());
   launch_kernel(compute_, noisy_compute_ns(shared_.forward_ns[static_cast<std::size_t>(module)]),
                 shared_.forward_label[static_cast<std::size_t>(module)]);
+  // What the module saves for backward stays allocated until its backward ran.
+  const std::int64_t saved = shared_.activation_bytes[static_cast<std::size_t>(module)];
+  if (saved > 0) {
+    activation_block_[static_cast<std::size_t>(module)] = allocate(saved, compute_, module, "activations");
+    if (!activation_block_[static_cast<std::size_t>(module)]) co_await Halt{};
+  }
 
   const TimeNs release_start = engine_.now_ns();
   co_await spend(compute.hook_overhead_ns());
@@ -415,6 +489,10 @@ HostTask RankProcess::backward(int module) {
   co_await spend(compute.kernel_launch_ns());
   launch_kernel(compute_, noisy_compute_ns(shared_.backward_ns[static_cast<std::size_t>(module)]),
                 shared_.backward_label[static_cast<std::size_t>(module)]);
+  if (auto& saved = activation_block_[static_cast<std::size_t>(module)]) {
+    memory_->free(*saved, engine_.now_ns());  // compute stream: reusable by later kernels at once
+    saved.reset();
+  }
   co_await gradients_ready(module);
   const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
   for (auto it = spec.children.rbegin(); it != spec.children.rend(); ++it) co_await backward(*it);
@@ -444,8 +522,15 @@ HostTask RankProcess::gradients_ready(int module) {
       wait(*reduce_scatter_, record(compute_));
       waited = true;
     }
+    // The parameter's gradient, produced by this module's backward on the compute stream.
+    const auto grad = allocate(numel * dtype_bytes_, compute_, module, "a gradient");
+    if (!grad) co_await Halt{};
     if (scenario.zero.contiguous_gradients) {
       launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(numel * dtype_bytes_), shared_.label_bucket_copy);
+      // Copied into the contiguous bucket: free once the reduce stream has read it.
+      memory_->free_after(*grad, *reduce_scatter_, engine_.now_ns());
+    } else {
+      grads_in_bucket_.push_back(*grad);  // reduced from where it lies, freed after the flush
     }
     bucket_params_.push_back(p);
     bucket_numel_ += numel;
@@ -490,6 +575,8 @@ HostTask RankProcess::flush_reduce_bucket() {
   }
   launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes / world_size_), shared_.label_partition_copy);
   reduce_events_.push_back(record(*reduce_scatter_));
+  for (const auto grad : grads_in_bucket_) memory_->free_after(grad, *reduce_scatter_, engine_.now_ns());
+  grads_in_bucket_.clear();
   bucket_params_.clear();
   bucket_numel_ = 0;
 }
@@ -508,6 +595,11 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       memory.collective = true;
       memory.flat_bytes += flat_bytes;
       add_gathered_bytes(flat_bytes);  // allocated at issue time, on the all-gather stream
+      // One flat buffer per handle in the allocator (a handle's dtype groups are one here).
+      if (!memory.flat_block) {
+        memory.flat_block = allocate(flat_bytes, *all_gather_, context.module, "a gathered parameter buffer");
+        if (!memory.flat_block) co_await Halt{};
+      }
       co_await spend(shared_.compute->collective_launch_ns() + shared_.compute->kernel_launch_ns());
       // Copy-in: this rank's shards into its slot of the flat buffer, on the all-gather stream.
       launch_kernel(*all_gather_, shared_.compute->copy_ns(flat_bytes / world_size_), shared_.label_copy_in);
@@ -556,7 +648,15 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
           const std::int64_t numel = scenario.model.params[static_cast<std::size_t>(p)].numel;
           param_resident_bytes_[static_cast<std::size_t>(p)] =
               coalesced ? numel * dtype_bytes_ : handle.flat_bytes;
-          if (coalesced) add_gathered_bytes(numel * dtype_bytes_);
+          if (coalesced) {
+            add_gathered_bytes(numel * dtype_bytes_);
+            param_block_[static_cast<std::size_t>(p)] =
+                allocate(numel * dtype_bytes_, stream, context.module, "a parameter copied out of its bucket");
+            if (!param_block_[static_cast<std::size_t>(p)]) co_await Halt{};
+          } else {
+            param_block_[static_cast<std::size_t>(p)] = handle.flat_block;  // the buffer is the parameter
+            handle.flat_block.reset();
+          }
         }
         if (coalesced) launch_kernel(stream, shared_.compute->copy_ns(handle.flat_bytes), shared_.label_copy_out);
         if (w->context == core::WaitContext::kBlocking && last_done >= 0) {
@@ -565,14 +665,21 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       }
       if (w->context == core::WaitContext::kFetch) ongoing_fetch_events_.push_back(record(*all_gather_));
       if (w->last_on_handle && handle.alive) {
-        // The flat buffer of a coalesced handle is dropped once no registry entry needs it.
+        // The flat buffer of a coalesced handle is dropped once no registry entry needs it; its
+        // views were recorded on the all-gather stream, so it is reusable there at once.
         if (handle.params.size() > 1) gathered_bytes_ -= handle.flat_bytes;
+        if (handle.flat_block) memory_->free(*handle.flat_block, engine_.now_ns());
         handle = HandleMemory{};
       }
     } else if (const auto* release = std::get_if<core::Release>(&action)) {
       for (const int p : release->param_ids) {
         gathered_bytes_ -= param_resident_bytes_[static_cast<std::size_t>(p)];
         param_resident_bytes_[static_cast<std::size_t>(p)] = 0;
+        // free_param: recordStream on the compute stream that used it, then drop it.
+        if (auto& block = param_block_[static_cast<std::size_t>(p)]) {
+          memory_->free_after(*block, compute_, engine_.now_ns());
+          block.reset();
+        }
       }
     } else if (std::holds_alternative<core::ComputeWaitsForAllGather>(action)) {
       if (all_gather_ != &compute_) wait(compute_, record(*all_gather_), fetch_stall(context.phase));

@@ -18,6 +18,7 @@
 #include "sim/device_stream.hpp"
 #include "sim/host_task.hpp"
 #include "sim/label_table.hpp"
+#include "sim/rank_memory.hpp"
 #include "sim/trace_recorder.hpp"
 
 namespace prefetchlab::sim {
@@ -46,6 +47,8 @@ struct RankIteration {
   std::int64_t reduce_scatter_count = 0;
   std::int64_t gathered_numel = 0;
   std::int64_t peak_gathered_bytes = 0;
+  std::int64_t peak_allocated_bytes = 0;  // caching allocator, while this iteration's host work ran
+  std::int64_t peak_reserved_bytes = 0;
   int trace_invalidations = 0;
   // One per fetch: device events at its start and end, host times at the same points.
   struct Fetch {
@@ -54,6 +57,7 @@ struct RankIteration {
     std::int32_t end_event = -1;
     TimeNs host_start_ns = 0;
     TimeNs host_end_ns = 0;
+    std::int64_t peak_reserved_bytes = 0;  // since the iteration's reset_step, at the fetch's end
   };
   std::vector<Fetch> fetches;
   std::int32_t first_event = 0;  // the first device event this iteration created
@@ -82,6 +86,7 @@ struct SharedRankContext {
   TraceRecorder* trace = nullptr;
   std::vector<TimeNs> forward_ns;   // per module, own work
   std::vector<TimeNs> backward_ns;  // per module, own work
+  std::vector<std::int64_t> activation_bytes;  // per module, saved for backward
   std::vector<std::int32_t> forward_label;
   std::vector<std::int32_t> backward_label;
   std::vector<bool> persistent;     // per param
@@ -113,6 +118,10 @@ class RankProcess final : public StreamObserver {
   // from before it (all signalled by now) can go, so long runs keep constant memory.
   void forget_before_iteration(std::int32_t i);
   const EventTable& events() const { return events_; }
+  const RankMemory& memory() const { return *memory_; }
+  std::vector<core::MemoryPoint> take_memory_timeline() { return memory_->take_timeline(); }
+  // Set when an allocation failed on this rank: where and what (the run then stops, exit 4).
+  const std::optional<std::string>& out_of_memory() const { return out_of_memory_; }
   const core::Coordinator& coordinator() const { return coordinator_; }
   Stream& compute_stream() { return compute_; }
 
@@ -131,6 +140,7 @@ class RankProcess final : public StreamObserver {
   };
   // Gathered memory of one coalesced-gather handle (research §1.6).
   struct HandleMemory {
+    std::optional<core::BlockHandle> flat_block;
     std::int64_t flat_bytes = 0;
     std::vector<int> params;
     bool collective = false;
@@ -143,6 +153,11 @@ class RankProcess final : public StreamObserver {
   HostTask backward(int module);
   HostTask execute(const core::Plan& plan, Context& context);
   HostTask gradients_ready(int module);
+  HostTask allocate_model_states();
+  // Allocates through the caching allocator; on OOM records where and stops the world (the
+  // caller then halts its host task with `co_await Halt{}`).
+  std::optional<core::BlockHandle> allocate(std::int64_t bytes, const Stream& stream, int module, const char* what);
+  void track_memory_peaks();
   // Contract of core/prefetch_controller.hpp, steps 1-3, at reset_step.
   HostTask update_controller(std::int32_t iteration);
   void deliver_samples(std::int32_t iteration);
@@ -203,6 +218,11 @@ class RankProcess final : public StreamObserver {
   std::vector<int> bucket_params_;
   std::int64_t bucket_numel_ = 0;
   std::vector<int> grad_uses_left_;
+  std::unique_ptr<RankMemory> memory_;
+  std::optional<std::string> out_of_memory_;
+  std::vector<std::optional<core::BlockHandle>> param_block_;       // gathered tensor per param
+  std::vector<std::optional<core::BlockHandle>> activation_block_;  // saved activations per module
+  std::vector<core::BlockHandle> grads_in_bucket_;                  // freed after their bucket copy
   core::RandomStream compute_noise_;
   core::RandomStream host_noise_;
   core::RandomStream timer_noise_;

@@ -84,6 +84,7 @@ void World::build_shared_context() {
     for (const int p : module.param_ids) ++shared_.grad_uses[static_cast<std::size_t>(p)];
     shared_.forward_ns.push_back(compute_->module_forward_ns(module, b, s));
     shared_.backward_ns.push_back(compute_->module_backward_ns(module, b, s));
+    shared_.activation_bytes.push_back(module.activation_bytes.at(b, s));
     const std::string name = module.name.empty() ? "(root)" : module.name;
     shared_.forward_label.push_back(labels_.intern("fwd " + name));
     shared_.backward_label.push_back(labels_.intern("bwd " + name));
@@ -127,7 +128,15 @@ void World::finalize_ready_iterations() {
     std::vector<core::TimingSample> samples;
     std::vector<core::BucketRecord> buckets;
     const core::IterationRecord record = combine(finalized_, samples, buckets);
-    for (auto& rank : ranks_) rank->forget_before_iteration(finalized_);
+    for (auto& rank : ranks_) {
+      rank->forget_before_iteration(finalized_);
+      const std::vector<core::MemoryPoint> points = rank->take_memory_timeline();
+      if (sink_ && sink_->on_memory) {
+        sink_->on_memory(points);
+      } else {
+        result_.metrics.memory.insert(result_.metrics.memory.end(), points.begin(), points.end());
+      }
+    }
     result_.metrics.iterations.push_back(record);
     // With a sink the rows are streamed out; keeping them too would grow without bound.
     if (sink_ && sink_->on_iteration) {
@@ -176,6 +185,8 @@ core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::T
     record.gathered_numel = std::max(record.gathered_numel, it.gathered_numel);
     record.bucket_numel = std::max(record.bucket_numel, it.bucket_numel);
     record.peak_gathered_param_bytes = std::max(record.peak_gathered_param_bytes, it.peak_gathered_bytes);
+    record.peak_allocated_bytes = std::max(record.peak_allocated_bytes, it.peak_allocated_bytes);
+    record.peak_reserved_bytes = std::max(record.peak_reserved_bytes, it.peak_reserved_bytes);
     first = false;
 
     buckets.push_back({iteration, rank->rank(), it.bucket_numel});
@@ -250,10 +261,15 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
       }
     }
     if (communicator_->mismatch()) break;
+    if (engine_.stopped()) break;  // a rank ran out of memory
   }
   for (auto& task : tasks) task.rethrow_if_failed();
   result_.events_processed = engine_.events_processed();
-  if (communicator_->mismatch()) {
+  const auto oom_rank = std::find_if(ranks_.begin(), ranks_.end(), [](const auto& r) { return r->out_of_memory(); });
+  if (oom_rank != ranks_.end()) {
+    result_.status = core::RunStatus::kOutOfMemory;
+    result_.message = *(*oom_rank)->out_of_memory();
+  } else if (communicator_->mismatch()) {
     result_.status = core::RunStatus::kCollectiveMismatch;
     result_.message = describe_mismatch(*communicator_->mismatch());
   } else if (result_.status == core::RunStatus::kOk) {

@@ -29,6 +29,8 @@ struct IterationSink {
   std::function<void(const core::IterationRecord& record, std::span<const core::TimingSample> samples,
                      std::span<const core::BucketRecord> buckets)>
       on_iteration;
+  // Allocated / reserved bytes over time (memory.csv), per rank in time order, as they come.
+  std::function<void(std::span<const core::MemoryPoint> points)> on_memory;
 };
 
 struct WorldResult {

@@ -175,7 +175,7 @@ TEST(RunCommand, RowFilesHaveTheDocumentedColumns) {
             0);
   const std::string samples = read_file(out.path() / "samples.csv");
   EXPECT_EQ(samples.substr(0, samples.find('\n')),
-            "iteration,rank,phase,wait_ns,interval_ns,host_wait_ns,host_interval_ns");
+            "iteration,rank,phase,wait_ns,interval_ns,host_wait_ns,host_interval_ns,peak_reserved_bytes");
   const std::string buckets = read_file(out.path() / "buckets.csv");
   EXPECT_EQ(buckets.substr(0, buckets.find('\n')), "iteration,rank,bucket_numel");
   const std::string iterations = read_file(out.path() / "iterations.csv");

@@ -137,7 +137,7 @@ TEST(Simulation, SamplesFollowTheSameRankAndPhaseRule) {
   for (const auto& sample : result.metrics.samples) {
     EXPECT_GE(sample.wait_ns, 0);
     EXPECT_LE(sample.wait_ns, sample.interval_ns);
-    ASSERT_EQ(sample.extra.size(), 2u);
+    ASSERT_EQ(sample.extra.size(), 3u);  // host_wait_ns, host_interval_ns, peak_reserved_bytes
   }
   EXPECT_EQ(result.metrics.buckets.size(), 2u * 6);
 }
@@ -161,4 +161,35 @@ TEST(Simulation, ContentionSlowsOverlappedComputeAndIsOffAtZero) {
                        "cluster.calibration.contention_collective_slowdown=0", "zero.stage3_prefetch_bucket_size=0"}));
   EXPECT_EQ(compute_model_only.metrics.iterations.back().compute_ns, without.metrics.iterations.back().compute_ns)
       << "compute time must not depend on overlap when contention is off";
+}
+
+TEST(Simulation, PeakReservedMemoryGrowsWithTheStaticBucket) {
+  // Llama-2-13B on 8x A100: bigger prefetch buckets keep more gathered parameters (and, while a
+  // coalesced bucket is copied out, twice its size) alive at once.
+  std::int64_t previous = 0;
+  for (const char* bucket : {"1e6", "2e8", "1e9"}) {
+    const auto result = simulate(scenario("llama-2-13b-grad-accum.yaml",
+                                          {"training.iterations=3", "training.warmup_iterations=1",
+                                           std::string("zero.stage3_prefetch_bucket_size=") + bucket}));
+    ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
+    const auto stats = pc::summarize(result.metrics, 1);
+    EXPECT_GT(stats.peak_reserved_bytes, previous) << "bucket " << bucket;
+    EXPECT_GE(stats.peak_reserved_bytes, stats.peak_allocated_bytes);
+    previous = stats.peak_reserved_bytes;
+  }
+}
+
+TEST(Simulation, OutOfMemoryStopsTheRunAndSaysWhere) {
+  const auto s = pc::load_scenario(std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/defects/oom-large-bucket.yaml", {},
+                                   pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR));
+  const auto result = simulate(s);
+  EXPECT_EQ(result.status, pc::RunStatus::kOutOfMemory);
+  for (const char* part : {"iteration 2", "module model.layers.", "requested ", "allocated ", "reserved "}) {
+    EXPECT_NE(result.message.find(part), std::string::npos) << part << " missing in: " << result.message;
+  }
+  EXPECT_EQ(result.metrics.iterations.size(), 1u);
+  // The same job with DeepSpeed's default bucket fits.
+  const auto fits = simulate(scenario("default.yaml", {"training.micro_batch=3", "training.iterations=3",
+                                                       "training.warmup_iterations=1"}));
+  EXPECT_EQ(fits.status, pc::RunStatus::kOk) << fits.message;
 }

@@ -1,0 +1,77 @@
+#include "rank_memory.hpp"
+
+#include <stdexcept>
+
+namespace prefetchlab::sim {
+
+RankMemory::RankMemory(std::int64_t capacity_bytes, const core::AllocatorOptions& options,
+                       const Stream* const (&streams)[3], int rank, bool record_timeline)
+    : device_(static_cast<std::uint64_t>(capacity_bytes)),
+      allocator_(device_, options),
+      streams_{streams[0], streams[1], streams[2]},
+      rank_(rank),
+      record_timeline_(record_timeline) {}
+
+core::StreamId RankMemory::id_of(StreamKind kind) {
+  switch (kind) {
+    case StreamKind::kCompute: return 0;
+    case StreamKind::kAllGather: return 1;
+    case StreamKind::kReduceScatter: return 2;
+    case StreamKind::kNccl: break;
+  }
+  throw std::logic_error("no memory pool for the NCCL stream");
+}
+
+// Streams count operations; those counts are the allocator's stream points.
+void RankMemory::report_progress() {
+  core::StreamProgress progress[3];
+  for (int i = 0; i < 3; ++i) {
+    progress[i] = {static_cast<core::StreamId>(i), streams_[i]->completed_ops()};
+  }
+  allocator_.process_events(progress);
+}
+
+void RankMemory::note(TimeNs now_ns) {
+  if (!record_timeline_) return;
+  const std::int64_t allocated = allocated_bytes();
+  const std::int64_t reserved = reserved_bytes();
+  if (!timeline_.empty() && timeline_.back().time_ns == now_ns) {
+    timeline_.back().allocated_bytes = allocated;
+    timeline_.back().reserved_bytes = reserved;
+    return;
+  }
+  timeline_.push_back({now_ns, rank_, allocated, reserved});
+}
+
+std::optional<core::BlockHandle> RankMemory::allocate(std::int64_t bytes, StreamKind stream, TimeNs now_ns) {
+  for (int i = 0; i < 3; ++i) allocator_.note_enqueued(static_cast<core::StreamId>(i), streams_[i]->enqueued_ops());
+  report_progress();
+  core::MallocResult result = allocator_.malloc(static_cast<std::uint64_t>(bytes), id_of(stream));
+  if (!result) {
+    oom_ = result.oom;
+    return std::nullopt;
+  }
+  note(now_ns);
+  return result.block;
+}
+
+void RankMemory::free(core::BlockHandle block, TimeNs now_ns) {
+  allocator_.free(block);
+  note(now_ns);
+}
+
+void RankMemory::free_after(core::BlockHandle block, const Stream& used_on, TimeNs now_ns) {
+  const auto id = id_of(used_on.kind());
+  allocator_.note_enqueued(id, used_on.enqueued_ops());
+  allocator_.record_stream(block, id);
+  allocator_.free(block);
+  note(now_ns);
+}
+
+std::vector<core::MemoryPoint> RankMemory::take_timeline() {
+  std::vector<core::MemoryPoint> out;
+  out.swap(timeline_);
+  return out;
+}
+
+}  // namespace prefetchlab::sim

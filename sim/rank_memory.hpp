@@ -1,0 +1,55 @@
+#pragma once
+// One GPU's memory as PyTorch sees it: the core CachingAllocator over the device's capacity,
+// with one pool per stream (compute, all-gather, reduce-scatter) and cross-stream frees that
+// wait until the other stream has passed the point of use (recordStream). Every simulated
+// tensor of ZeRO-3 goes through here, so allocated vs reserved, fragmentation and OOM are the
+// allocator's, not an estimate (research hardware-and-allocator.md §4-5).
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/caching_allocator.hpp"
+#include "core/device_memory.hpp"
+#include "core/metrics.hpp"
+#include "sim/device_stream.hpp"
+
+namespace prefetchlab::sim {
+
+class RankMemory {
+ public:
+  RankMemory(std::int64_t capacity_bytes, const core::AllocatorOptions& options,
+             const Stream* const (&streams)[3], int rank, bool record_timeline);
+
+  // nullopt = out of memory; `oom()` then says what failed.
+  std::optional<core::BlockHandle> allocate(std::int64_t bytes, StreamKind stream, TimeNs now_ns);
+  // Frees a block used only on its allocation stream.
+  void free(core::BlockHandle block, TimeNs now_ns);
+  // Frees a block last used on `used_on` (recordStream): reusable once that stream passes here.
+  void free_after(core::BlockHandle block, const Stream& used_on, TimeNs now_ns);
+
+  std::int64_t allocated_bytes() const { return allocator_.stats().allocated_bytes.all.current; }
+  std::int64_t reserved_bytes() const { return allocator_.stats().reserved_bytes.all.current; }
+  std::int64_t peak_allocated_bytes() const { return allocator_.stats().allocated_bytes.all.peak; }
+  std::int64_t peak_reserved_bytes() const { return allocator_.stats().reserved_bytes.all.peak; }
+  void reset_peaks() { allocator_.reset_peak_stats(); }
+  const std::optional<core::OutOfMemory>& oom() const { return oom_; }
+  const core::CachingAllocator& allocator() const { return allocator_; }
+
+  // Timeline points recorded since the last call (memory.csv), in time order.
+  std::vector<core::MemoryPoint> take_timeline();
+
+ private:
+  static core::StreamId id_of(StreamKind kind);
+  void report_progress();
+  void note(TimeNs now_ns);
+
+  core::FixedCapacityDeviceMemory device_;
+  core::CachingAllocator allocator_;
+  const Stream* streams_[3];
+  int rank_;
+  bool record_timeline_;
+  std::optional<core::OutOfMemory> oom_;
+  std::vector<core::MemoryPoint> timeline_;
+};
+
+}  // namespace prefetchlab::sim
