@@ -2,6 +2,8 @@
 // error, 2 bad input, 3 collective mismatch, 4 out of memory.
 #include <CLI/CLI.hpp>
 
+#include "calibrate_command.hpp"
+#include "collective_command.hpp"
 #include "command_context.hpp"
 #include "describe_command.hpp"
 #include "run_command.hpp"
@@ -15,6 +17,8 @@ int main(int argc, char** argv) {
   int exit_code = kExitOk;
   add_describe_command(app, &exit_code);
   add_run_command(app, &exit_code);
+  add_collective_command(app, &exit_code);
+  add_calibrate_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -70,8 +70,11 @@ TEST(Simulation, WithoutPrefetchOrComputeAllCommunicationIsExposed) {
 TEST(Simulation, DefaultBucketBeatsNoPrefetchAndTinyBucketsWhenLatencyBound) {
   // 32 ranks over 4 nodes: every collective pays the multi-node ring latency, so coalescing
   // (DeepSpeed's 5e7) must stall less than one collective per parameter (1e5) or none (0).
+  // Pinned to the ring/Simple model: NCCL's tuner sends small messages with LL at a third of
+  // the Simple latency, which is a different question from the one this invariant asks.
   auto stall_at = [](const char* bucket) {
-    const auto s = scenario("gpt2-medium-4-nodes.yaml", {std::string("zero.stage3_prefetch_bucket_size=") + bucket});
+    const auto s = scenario("gpt2-medium-4-nodes.yaml", {std::string("zero.stage3_prefetch_bucket_size=") + bucket,
+                                                         "cluster.calibration.collective_model=ring"});
     const auto result = simulate(s);
     EXPECT_EQ(result.status, pc::RunStatus::kOk) << result.message;
     return total_stall(pc::summarize(result.metrics, 2));
