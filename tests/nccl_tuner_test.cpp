@@ -436,3 +436,31 @@ TEST(ComputeModelShape, ReproducesTheH100MatmulSweep) {
   EXPECT_LT(m.gemm_shape_fraction(1e9), 0.3);
   EXPECT_GT(m.gemm_shape_fraction(1e12), 0.99);
 }
+
+TEST(Calibrate, NewCalibrationKeysAndABaseWithItsOwnSection) {
+  TempDir dir("calkeys");
+  std::string base = read_text(kSourceDir / "hardware/h100-sxm-8x.yaml");
+  base += "calibration:\n  gemm_efficiency: 0.7\n  collective_model: ring\n  contention_compute_factor: 0\n"
+          "  contention_collective_factor: 0.5\n  all_reduce_bus_bandwidth_gb_per_s: 300\n";
+  const auto file = dir.write("base.yaml", base);
+  const auto c = pc::load_hardware_profile(file).calibration;
+  EXPECT_EQ(c.collective_model, pc::CalibrationConstants::CollectiveModel::kRing);
+  EXPECT_DOUBLE_EQ(c.contention_compute_factor, 0);
+  EXPECT_DOUBLE_EQ(c.contention_collective_factor, 0.5);
+  EXPECT_DOUBLE_EQ(*c.all_reduce_bus_bandwidth_bytes_per_s, 300e9);
+  const pc::CalibrationConstants defaults;
+  EXPECT_DOUBLE_EQ(defaults.contention_compute_factor, 0.19);
+  EXPECT_EQ(defaults.collective_model, pc::CalibrationConstants::CollectiveModel::kNcclTuner);
+  // calibrate over a base that already has a calibration section keeps its other keys.
+  const auto table = run_cli("collective --hardware h100-sxm-8x --op all_reduce --ranks 8 -b 8 -e 4GiB");
+  ASSERT_EQ(table.exit_code, 0);
+  const auto log = dir.write("ar.log", table.output);
+  const auto out = dir.path() / "cal.yaml";
+  const auto r = run_cli("calibrate --from-nccl-tests " + log.string() + " --hardware " + file.string() + " -o " +
+                         out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto written = pc::load_hardware_profile(out);
+  EXPECT_EQ(written.name, "cal");
+  EXPECT_DOUBLE_EQ(written.calibration.gemm_efficiency, 0.7);
+  EXPECT_NE(*written.calibration.all_reduce_bus_bandwidth_bytes_per_s, 300e9);
+}
