@@ -2,6 +2,8 @@
 // error, 2 bad input, 3 collective mismatch, 4 out of memory.
 #include <CLI/CLI.hpp>
 
+#include "calibrate_command.hpp"
+#include "collective_command.hpp"
 #include "command_context.hpp"
 #include "compare_command.hpp"
 #include "describe_command.hpp"
@@ -19,6 +21,8 @@ int main(int argc, char** argv) {
   add_compare_command(app, &exit_code);
   add_run_command(app, &exit_code);
   add_replay_command(app, &exit_code);
+  add_collective_command(app, &exit_code);
+  add_calibrate_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

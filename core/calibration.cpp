@@ -88,6 +88,8 @@ constexpr Range kScale{0, false, kMaxScale,
 // 1e15 GB/s moves a terabyte in a picosecond: "infinitely fast" for any question asked here.
 constexpr Range kBusBandwidth{
     0, true, 1e15, "a number in (0, 1e15] (GB/s, nccl-tests busbw, e.g. 360), or derived"};
+// A slowdown factor: 0 = no contention, 1 = twice as long; beyond 10 is a typo.
+constexpr Range kContention{0, false, 10, "a slowdown fraction in [0, 10] (0 = off, e.g. 0.19)"};
 constexpr Range kLatency{0, false, kMaxMicroseconds,
                          "a number of microseconds in [0, 1000000], or derived"};
 
@@ -138,11 +140,18 @@ CalibrationConstants read_calibration(const YamlSection& section,
                 c.allgather_bus_bandwidth_bytes_per_s, gb_per_s);
   read_override(section, "reduce_scatter_bus_bandwidth_gb_per_s", kBusBandwidth,
                 c.reduce_scatter_bus_bandwidth_bytes_per_s, gb_per_s);
+  read_override(section, "all_reduce_bus_bandwidth_gb_per_s", kBusBandwidth,
+                c.all_reduce_bus_bandwidth_bytes_per_s, gb_per_s);
   read_override(section, "collective_latency_us", kLatency, c.collective_latency_ns,
                 microseconds_to_ns);
+  read_number(section, "contention_compute_factor", kContention, c.contention_compute_factor);
+  read_number(section, "contention_collective_factor", kContention,
+              c.contention_collective_factor);
+  c.collective_model = section.get_enum<CalibrationConstants::CollectiveModel>(
+      "collective_model", c.collective_model,
+      {{"nccl_tuner", CalibrationConstants::CollectiveModel::kNcclTuner},
+       {"ring", CalibrationConstants::CollectiveModel::kRing}});
   read_number(section, "host_overhead_scale", kScale, c.host_overhead_scale);
-  read_number(section, "contention_compute_slowdown", kScale, c.contention_compute_slowdown);
-  read_number(section, "contention_collective_slowdown", kScale, c.contention_collective_slowdown);
   section.finish();
   return c;
 }

@@ -10,7 +10,10 @@
 //   gemm_efficiency, memory_efficiency, compute_time_scale, copy_time_scale,
 //   host_overhead_scale   (fractions)
 //   kernel_launch_us, hook_overhead_us, collective_launch_us, collective_latency_us
-//   allgather_bus_bandwidth_gb_per_s, reduce_scatter_bus_bandwidth_gb_per_s      (1e9 B/s)).
+//   allgather_bus_bandwidth_gb_per_s, reduce_scatter_bus_bandwidth_gb_per_s,
+//   all_reduce_bus_bandwidth_gb_per_s                                            (1e9 B/s)
+//   contention_compute_factor, contention_collective_factor                      (fractions)
+//   collective_model: nccl_tuner | ring).
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -49,15 +52,22 @@ struct CalibrationConstants {
   std::optional<double> allgather_bus_bandwidth_bytes_per_s;
   std::optional<double> reduce_scatter_bus_bandwidth_bytes_per_s;
   std::optional<std::int64_t> collective_latency_ns;
+  // An all-reduce's measured busbw (nccl-tests all_reduce_perf); unset = the reduce-scatter and
+  // all-gather phases' figures.
+  std::optional<double> all_reduce_bus_bandwidth_bytes_per_s;
+  // Which collective cost model the simulator uses: NCCL's tuner (protocol and algorithm
+  // choice, sim/nccl_tuner_cost_model.hpp) or the plain ring/Simple model (sim/ring_cost_model.hpp).
+  enum class CollectiveModel { kNcclTuner, kRing };
+  CollectiveModel collective_model = CollectiveModel::kNcclTuner;
+  // Contention while a collective and compute kernels run on the same GPU (notes §3): compute
+  // kernels stretch by 1 + contention_compute_factor, the collective by
+  // 1 + contention_collective_factor; 0 turns that side off. Defaults: 0.19, the average
+  // compute slowdown under overlap measured by Lee et al. (arXiv:2507.03114, A100/H100, 18.9%,
+  // max 40%); 0.1, the low end of the notes' suggested 0.1-1.0 for the collective (estimate).
+  double contention_compute_factor = 0.19;
+  double contention_collective_factor = 0.1;
   // Multiplier on every host cost above: 0 = free host, 1 = as calibrated.
   double host_overhead_scale = 1.0;
-  // Contention while a collective runs on a GPU (notes §3): its compute kernels run
-  // 1 + compute slowdown times longer (Lee et al., arXiv:2507.03114: 18.9% on average over
-  // A100/H100 GPT and Llama runs, 40% at most), and a collective that starts while compute is
-  // running takes 1 + collective slowdown times longer (notes: "beta ~0.1-1.0"; the low end, to
-  // calibrate with a two-stream GEMM + all-gather test). 0 turns either effect off.
-  double contention_compute_slowdown = 0.19;
-  double contention_collective_slowdown = 0.1;
 };
 
 // The MAMF fraction measured for the named GPU (notes §2.2, stas00 ml-engineering

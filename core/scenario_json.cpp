@@ -25,8 +25,8 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
       {"compute_time_scale", cal.compute_time_scale},
       {"copy_time_scale", cal.copy_time_scale},
       {"host_overhead_scale", cal.host_overhead_scale},
-      {"contention_compute_slowdown", cal.contention_compute_slowdown},
-      {"contention_collective_slowdown", cal.contention_collective_slowdown},
+      {"contention_compute_factor", cal.contention_compute_factor},
+      {"contention_collective_factor", cal.contention_collective_factor},
       {"kernel_launch_ns", cal.kernel_launch_ns},
       {"hook_overhead_ns", cal.hook_overhead_ns},
       {"collective_launch_ns", cal.collective_launch_ns}};

@@ -1,5 +1,6 @@
 #include "collective_cost_model.hpp"
 
+#include "nccl_tuner_cost_model.hpp"
 #include "ring_cost_model.hpp"
 
 namespace prefetchlab::sim {
@@ -18,7 +19,10 @@ const char* collective_kind_name(CollectiveKind kind) {
 
 std::unique_ptr<CollectiveCostModel> make_collective_cost_model(
     const core::HardwareProfile& profile, const core::CalibrationConstants& calibration) {
-  return std::make_unique<RingCostModel>(profile, calibration);
+  if (calibration.collective_model == core::CalibrationConstants::CollectiveModel::kRing) {
+    return std::make_unique<RingCostModel>(profile, calibration);
+  }
+  return std::make_unique<NcclTunerCostModel>(profile, calibration);
 }
 
 }  // namespace prefetchlab::sim

@@ -1,8 +1,8 @@
 #pragma once
 // How long one NCCL collective takes on the device, from its kind, size and group. The
 // simulator asks only this interface, so models are swappable (as in SimGrid's network models):
-// the first is RingCostModel (ring_cost_model.hpp); a later one follows NCCL's tuner with
-// protocol and algorithm choice and replaces it through make_collective_cost_model.
+// RingCostModel (ring_cost_model.hpp: ring/Simple only) and NcclTunerCostModel
+// (nccl_tuner_cost_model.hpp: NCCL's tuner with protocol, algorithm and channel choice).
 #include <cstdint>
 #include <memory>
 
@@ -35,7 +35,8 @@ class CollectiveCostModel {
   virtual TimeNs duration_ns(const CollectiveShape& shape) const = 0;
 };
 
-// The model the simulator uses for this hardware and calibration (now: RingCostModel).
+// The model the simulator uses for this hardware and calibration: NcclTunerCostModel, or
+// RingCostModel when calibration.collective_model is kRing.
 std::unique_ptr<CollectiveCostModel> make_collective_cost_model(
     const core::HardwareProfile& profile, const core::CalibrationConstants& calibration);
 

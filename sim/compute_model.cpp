@@ -21,6 +21,11 @@ constexpr int kBackwardKernels = 2;
 constexpr std::int64_t kFusedAdamBytes = 16 + 12;
 constexpr std::int64_t kFp32Bytes = 4;
 
+// GEMM shape efficiency fit (see gemm_shape_fraction in the header).
+constexpr double kGemmShapeExponent = 1.496;
+constexpr double kGemmHalfVolume = 2.54e9;  // M*N*K at which an H100 reaches half its plateau
+constexpr double kGemmReferenceSms = 132;   // H100 SXM, the GPU of the sweep
+
 TimeNs to_ns(double seconds) {
   const double ns = std::round(seconds * 1e9);
   if (!(ns < 4e18)) throw std::overflow_error("kernel duration does not fit in int64 ns");
@@ -54,22 +59,47 @@ ComputeModel::ComputeModel(const core::HardwareProfile& profile,
     throw std::invalid_argument("ComputeModel needs positive peaks and efficiencies");
   }
   effective_flops_per_s_ = *peak * calibration.gemm_efficiency;
+  gemm_half_volume_ =
+      kGemmHalfVolume * (profile.gpu.sm_count > 0 ? profile.gpu.sm_count / kGemmReferenceSms : 1.0);
   effective_memory_bytes_per_s_ =
       profile.gpu.memory_bandwidth_bytes_per_s * calibration.memory_efficiency;
 }
 
 TimeNs ComputeModel::kernel_ns(double flops, double bytes) const {
+  return kernel_ns_at(flops, bytes, 1.0);
+}
+
+TimeNs ComputeModel::kernel_ns_at(double flops, double bytes, double shape_fraction) const {
   if (flops < 0 || bytes < 0) throw std::invalid_argument("kernel with negative FLOPs or bytes");
   if (compute_time_scale_ == 0) return 0;
-  const double seconds =
-      std::max(flops / effective_flops_per_s_, bytes / effective_memory_bytes_per_s_);
+  const double seconds = std::max(flops / (effective_flops_per_s_ * shape_fraction),
+                                  bytes / effective_memory_bytes_per_s_);
   return to_ns(seconds * compute_time_scale_);
+}
+
+double ComputeModel::gemm_shape_fraction(double mnk) const {
+  if (!(mnk > 0)) return 1.0;  // no GEMM: nothing to scale
+  return 1.0 / (1.0 + std::pow(gemm_half_volume_ / mnk, kGemmShapeExponent));
+}
+
+TimeNs ComputeModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k) const {
+  const double mnk = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return kernel_ns_at(2.0 * mnk, 0, gemm_shape_fraction(mnk));
+}
+
+double ComputeModel::module_shape_fraction(const core::ModuleSpec& module,
+                                           std::int64_t micro_batch, std::int64_t seq_len) const {
+  if (module.class_name != "Linear" && module.class_name != "Conv1D") return 1.0;
+  // linear_costs: per-token FLOPs = 2 * in * out, so N*K = per_token / 2.
+  const double tokens = static_cast<double>(micro_batch) * static_cast<double>(seq_len);
+  return gemm_shape_fraction(tokens * static_cast<double>(module.forward_flops.per_token) / 2.0);
 }
 
 TimeNs ComputeModel::module_forward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
                                        std::int64_t seq_len) const {
-  return kernel_ns(static_cast<double>(module.forward_flops.at(micro_batch, seq_len)),
-                   static_cast<double>(module.forward_bytes.at(micro_batch, seq_len)));
+  return kernel_ns_at(static_cast<double>(module.forward_flops.at(micro_batch, seq_len)),
+                      static_cast<double>(module.forward_bytes.at(micro_batch, seq_len)),
+                      module_shape_fraction(module, micro_batch, seq_len));
 }
 
 TimeNs ComputeModel::module_backward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
@@ -82,7 +112,9 @@ TimeNs ComputeModel::module_backward_ns(const core::ModuleSpec& module, std::int
   const double per_kernel_flops =
       flops - attention_flops + kAttentionBackwardPerKernel * attention_flops;
   const double bytes = static_cast<double>(module.forward_bytes.at(micro_batch, seq_len));
-  return kBackwardKernels * kernel_ns(per_kernel_flops, bytes);
+  // dgrad and wgrad have the forward GEMM's M*N*K, so the same shape efficiency.
+  return kBackwardKernels *
+         kernel_ns_at(per_kernel_flops, bytes, module_shape_fraction(module, micro_batch, seq_len));
 }
 
 TimeNs ComputeModel::copy_ns(std::int64_t bytes) const {

@@ -4,8 +4,11 @@
 // memory traffic at peak bandwidth times memory_efficiency (a roofline with two measured
 // ceilings; research hardware-and-allocator.md §2.2, "notes" below), then times
 // compute_time_scale. Durations are rounded to the nearest ns (std::llround: deterministic).
-// Not here: slow-down while collectives run on the same GPU (contention, notes §3) and
-// shape-dependent GEMM efficiency; both belong to a later step.
+// GEMMs (Linear / Conv1D modules) reach gemm_efficiency only when large: their FLOP ceiling is
+// scaled by gemm_shape_fraction(M*N*K), fitted to an H100 BF16 torch.matmul sweep (notes §2.2,
+// zzc0721/torch-performance-test-data #79: 176.6 / 676.6 / 788.7 / 797.5 TFLOPS at
+// 1024^3 / 2048^3 / 4096^3 / 8192^3). Memory-bound kernels are bytes over bandwidth.
+// Not here: slow-down while collectives run on the same GPU (contention, notes §3).
 #include <cstdint>
 
 #include "core/calibration.hpp"
@@ -27,7 +30,18 @@ class ComputeModel {
   // * compute_time_scale. Doubles, since backward scales FLOPs by non-integer factors.
   TimeNs kernel_ns(double flops, double bytes) const;
 
-  // A module's own forward work (children excluded) as one kernel.
+  // Fraction of gemm_efficiency a GEMM of volume M*N*K reaches: 1 / (1 + (v0 / MNK)^p), with
+  // p = 1.496 and v0 = 2.54e9 x (sm_count / 132) - the least-squares fit of
+  // log(1/r - 1) on log(MNK) over the sweep points below the MAMF plateau (r = measured /
+  // (989 x 0.803)); it reproduces the sweep within 3%. Scaling v0 by SMs (a GPU with fewer SMs
+  // fills up with fewer tiles) is an estimate; calibrate on the real card.
+  double gemm_shape_fraction(double mnk) const;
+  // One GEMM (M x K) x (K x N): 2MNK FLOPs at the shape's efficiency; memory traffic ignored.
+  TimeNs gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k) const;
+
+  // A module's own forward work (children excluded) as one kernel. For a Linear / Conv1D module
+  // the GEMM is M = micro_batch * seq_len tokens by its weight's in x out (= per-token FLOPs / 2,
+  // the ParamSpec's gemm_in x gemm_out), so its FLOPs run at gemm_shape_fraction of the ceiling.
   TimeNs module_forward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
                            std::int64_t seq_len) const;
   // A module's own backward work, modelled as two kernels, each with the forward's memory
@@ -68,6 +82,11 @@ class ComputeModel {
   double effective_memory_bytes_per_s() const { return effective_memory_bytes_per_s_; }
 
  private:
+  TimeNs kernel_ns_at(double flops, double bytes, double shape_fraction) const;
+  double module_shape_fraction(const core::ModuleSpec& module, std::int64_t micro_batch,
+                               std::int64_t seq_len) const;
+
+  double gemm_half_volume_ = 0;  // v0, scaled by the GPU's SMs
   double effective_flops_per_s_ = 0;
   double effective_memory_bytes_per_s_ = 0;
   double compute_time_scale_ = 1;

@@ -7,8 +7,9 @@
 // constants for Ring/Simple (notes §1.2); the bus bandwidth from the profile's link facts at the
 // efficiency ring collectives are measured to reach (notes §1.5). Measured figures in the
 // calibration (collective_latency_ns, *_bus_bandwidth_bytes_per_s) replace the derived ones.
-// Not modelled here (the NCCL-tuner model of a later step does): LL/LL128 protocols, NVLS, PAT,
-// channel counts, link sharing between concurrent collectives.
+// Not modelled here (NcclTunerCostModel, the default, does): LL/LL128 protocols, NVLS, channel
+// counts. Neither models PAT or link sharing between concurrent collectives. Selected with
+// calibration collective_model: ring.
 #include "collective_cost_model.hpp"
 
 namespace prefetchlab::sim {

@@ -43,9 +43,9 @@ double World::on_collective_start(std::int64_t, const CollectiveCall&) {
   bool computing = false;
   for (auto& rank : ranks_) {
     computing = computing || rank->compute_stream().running_kernel();
-    rank->compute_stream().set_slowdown(1.0 + calibration.contention_compute_slowdown);
+    rank->compute_stream().set_slowdown(1.0 + calibration.contention_compute_factor);
   }
-  return computing ? 1.0 + calibration.contention_collective_slowdown : 1.0;
+  return computing ? 1.0 + calibration.contention_collective_factor : 1.0;
 }
 
 void World::on_collective_done(std::int64_t seq, const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns) {

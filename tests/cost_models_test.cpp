@@ -248,8 +248,9 @@ TEST(RingCostModel, ZeroLatencyAndHugeBandwidthCostNothing) {
   }
 }
 
-TEST(RingCostModel, FactoryGivesTheRingModel) {
-  const auto p = profile("a100-sxm-8x");
+TEST(RingCostModel, FactoryGivesTheRingModelWhenCalibrationAsks) {
+  auto p = profile("a100-sxm-8x");
+  p.calibration.collective_model = pc::CalibrationConstants::CollectiveModel::kRing;
   const auto model = ps::make_collective_cost_model(p, p.calibration);
   const ps::RingCostModel direct(p, p.calibration);
   for (const std::int64_t bytes : {std::int64_t{0}, std::int64_t{1} << 10, std::int64_t{1} << 30}) {
@@ -348,15 +349,23 @@ TEST(ComputeModel, LlamaLayerForwardOnH100NearResearchFigure) {
   const ps::ComputeModel m(p, p.calibration, pc::DType::kBF16);
   const pc::ModelSpec llama =
       pc::load_model_file(kSourceDir / "models/llama-2-7b.yaml", pc::DType::kBF16);
+  // GEMMs of M = 4096 tokens by 4096 x 4096 (q, k, v, o) and 4096 x 11008 (gate, up, down)
+  // reach 99.1% and 99.8% of the MAMF plateau (gemm_shape_fraction).
   ps::TimeNs layer_ns = 0;
   ps::TimeNs linear_ns = 0;
+  double expected_linear_ns = 0;
   for (const auto& module : llama.modules) {
     if (module.name != "model.layers.0" && !module.name.starts_with("model.layers.0.")) continue;
     const ps::TimeNs t = m.module_forward_ns(module, 1, 4096);
     layer_ns += t;
-    if (module.class_name == "Linear") linear_ns += t;
+    if (module.class_name == "Linear") {
+      linear_ns += t;
+      const double mnk = 4096.0 * static_cast<double>(module.forward_flops.per_token) / 2;
+      expected_linear_ns += 2 * mnk / (989e12 * 0.803 * m.gemm_shape_fraction(mnk)) * 1e9;
+    }
   }
-  EXPECT_NEAR(as_double(linear_ns), 1.658e12 / (989e12 * 0.803) * 1e9, 1e3);  // 2.09 ms of GEMMs
+  EXPECT_NEAR(as_double(linear_ns), expected_linear_ns, 1e3);
+  EXPECT_NEAR(as_double(linear_ns), 1.658e12 / (989e12 * 0.803) * 1e9, 0.01 * 2.09e6);  // ~2.1 ms
   EXPECT_NEAR(as_double(layer_ns), 2.4e6, 0.1 * 2.4e6);
 }
 

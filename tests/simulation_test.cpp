@@ -70,8 +70,11 @@ TEST(Simulation, WithoutPrefetchOrComputeAllCommunicationIsExposed) {
 TEST(Simulation, DefaultBucketBeatsNoPrefetchAndTinyBucketsWhenLatencyBound) {
   // 32 ranks over 4 nodes: every collective pays the multi-node ring latency, so coalescing
   // (DeepSpeed's 5e7) must stall less than one collective per parameter (1e5) or none (0).
+  // Pinned to the ring/Simple model: NCCL's tuner sends small messages with LL at a third of
+  // the Simple latency, which is a different question from the one this invariant asks.
   auto stall_at = [](const char* bucket) {
-    const auto s = scenario("gpt2-medium-4-nodes.yaml", {std::string("zero.stage3_prefetch_bucket_size=") + bucket});
+    const auto s = scenario("gpt2-medium-4-nodes.yaml", {std::string("zero.stage3_prefetch_bucket_size=") + bucket,
+                                                         "cluster.calibration.collective_model=ring"});
     const auto result = simulate(s);
     EXPECT_EQ(result.status, pc::RunStatus::kOk) << result.message;
     return total_stall(pc::summarize(result.metrics, 2));
@@ -144,9 +147,9 @@ TEST(Simulation, SamplesFollowTheSameRankAndPhaseRule) {
 
 TEST(Simulation, ContentionSlowsOverlappedComputeAndIsOffAtZero) {
   const auto with = simulate(scenario("default.yaml"));
-  const auto without = simulate(scenario("default.yaml", {"cluster.calibration.contention_compute_slowdown=0",
-                                                          "cluster.calibration.contention_collective_slowdown=0"}));
-  const auto only_compute = simulate(scenario("default.yaml", {"cluster.calibration.contention_collective_slowdown=0"}));
+  const auto without = simulate(scenario("default.yaml", {"cluster.calibration.contention_compute_factor=0",
+                                                          "cluster.calibration.contention_collective_factor=0"}));
+  const auto only_compute = simulate(scenario("default.yaml", {"cluster.calibration.contention_collective_factor=0"}));
   const auto s_with = pc::summarize(with.metrics, 2);
   const auto s_without = pc::summarize(without.metrics, 2);
   const auto s_compute = pc::summarize(only_compute.metrics, 2);
@@ -157,8 +160,8 @@ TEST(Simulation, ContentionSlowsOverlappedComputeAndIsOffAtZero) {
     EXPECT_LE(without.metrics.iterations[i].compute_ns, with.metrics.iterations[i].compute_ns);
   }
   const auto compute_model_only = simulate(scenario(
-      "default.yaml", {"cluster.calibration.contention_compute_slowdown=0",
-                       "cluster.calibration.contention_collective_slowdown=0", "zero.stage3_prefetch_bucket_size=0"}));
+      "default.yaml", {"cluster.calibration.contention_compute_factor=0",
+                       "cluster.calibration.contention_collective_factor=0", "zero.stage3_prefetch_bucket_size=0"}));
   EXPECT_EQ(compute_model_only.metrics.iterations.back().compute_ns, without.metrics.iterations.back().compute_ns)
       << "compute time must not depend on overlap when contention is off";
 }

@@ -1,0 +1,211 @@
+#include "calibrate_command.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "command_context.hpp"
+#include "core/closest_match.hpp"
+#include "core/collective_fit.hpp"
+#include "core/hardware_profile.hpp"
+#include "core/input_error.hpp"
+#include "core/nccl_tests_log.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+struct CalibrateOptions {
+  std::vector<std::string> logs;
+  std::string output;
+  std::string hardware;
+  std::string op;
+  std::optional<int> ranks;
+  double tolerance = 0.02;
+};
+
+struct LogFit {
+  std::string file;
+  core::NcclTestsOp op = core::NcclTestsOp::kAllGather;
+  int ranks = 0;
+  core::CollectiveFit fit;
+};
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+LogFit fit_log(const std::string& file, const CalibrateOptions& o) {
+  const core::NcclTestsLog log = core::read_nccl_tests_log(file);
+  LogFit result;
+  result.file = file;
+  if (!o.op.empty()) {
+    result.op = *core::parse_nccl_tests_op(o.op);
+  } else if (log.op) {
+    result.op = *log.op;
+  } else {
+    throw core::InputError({file, 0}, "", "cannot tell which collective this log measured (no all_gather_perf, reduce_scatter_perf or all_reduce_perf in it)",
+                           "a log that includes the command line, or --op");
+  }
+  if (o.ranks) {
+    result.ranks = *o.ranks;
+  } else if (log.ranks) {
+    result.ranks = *log.ranks;
+  } else {
+    throw core::InputError({file, 0}, "", "cannot tell how many ranks ran (no '#  Rank' lines)",
+                           "the full nccl-tests output, or --ranks");
+  }
+  if (result.ranks < 2) throw core::InputError({file, 0}, "", "has 1 rank", "a collective over at least 2 ranks");
+  std::vector<core::FitPoint> points;
+  for (const auto& row : log.rows) {
+    if (row.time_us > 0) points.push_back({row.bytes, row.time_us});
+  }
+  if (points.size() < 2) {
+    throw core::InputError({file, 0}, "", "has fewer than two sizes with a time", "a sweep over sizes (nccl-tests -b .. -e)");
+  }
+  const double n = result.ranks;
+  const double factor = (result.op == core::NcclTestsOp::kAllReduce ? 2.0 : 1.0) * (n - 1) / n;
+  result.fit = core::fit_collective(points, factor, o.tolerance);
+  if (result.fit.bus_bandwidth_gb_per_s() <= 0) {
+    throw core::InputError({file, 0}, "", "the largest sizes' times do not grow with size, so no bus bandwidth can be fitted",
+                           "a sweep that reaches bandwidth-bound sizes (e.g. -e 1G)");
+  }
+  return result;
+}
+
+void report(const LogFit& f) {
+  std::printf("%s: %s, %d ranks, %zu sizes\n", f.file.c_str(), core::nccl_tests_op_name(f.op), f.ranks,
+              f.fit.points.size());
+  for (const auto& r : f.fit.ranges) {
+    std::printf("  range %lld - %lld B: latency %.2f us, busBW %s GB/s, max error %.2f%%\n",
+                static_cast<long long>(f.fit.points[r.first].bytes),
+                static_cast<long long>(f.fit.points[r.last].bytes), r.latency_us,
+                r.bus_bandwidth_gb_per_s > 0 ? fmt("%.2f", r.bus_bandwidth_gb_per_s).c_str() : "n/a (flat)",
+                100 * r.max_relative_error);
+  }
+  std::printf("  %14s  %14s  %12s  %8s\n", "size (B)", "measured (us)", "fitted (us)", "error");
+  for (std::size_t i = 0; i < f.fit.points.size(); ++i) {
+    const auto& p = f.fit.points[i];
+    const double err = (f.fit.predicted_us[i] - p.time_us) / p.time_us;
+    std::printf("  %14lld  %14.2f  %12.2f  %7.2f%%\n", static_cast<long long>(p.bytes), p.time_us,
+                f.fit.predicted_us[i], 100 * err);
+  }
+  std::printf("  => latency %.2f us (smallest sizes), bus bandwidth %.2f GB/s (largest sizes)\n\n",
+              f.fit.latency_us(), f.fit.bus_bandwidth_gb_per_s());
+}
+
+const char* bandwidth_key(core::NcclTestsOp op) {
+  switch (op) {
+    case core::NcclTestsOp::kAllGather:
+      return "allgather_bus_bandwidth_gb_per_s";
+    case core::NcclTestsOp::kReduceScatter:
+      return "reduce_scatter_bus_bandwidth_gb_per_s";
+    case core::NcclTestsOp::kAllReduce:
+      return "all_reduce_bus_bandwidth_gb_per_s";
+  }
+  return "";
+}
+
+int run_calibrate(const CalibrateOptions& o) {
+  const core::BundledData bundled = bundled_data();
+  const auto base = core::find_hardware_profile(o.hardware, bundled.hardware_dir);
+  if (!base) {
+    throw core::InputError({"<command line>", 0}, "--hardware", "'" + o.hardware + "' is neither a file nor a bundled profile",
+                           "the base hardware profile: bundled name or YAML path",
+                           core::closest_match(o.hardware, core::bundled_hardware_names(bundled.hardware_dir)));
+  }
+  core::load_hardware_profile(*base);  // the base must be valid itself
+  if (!o.op.empty() && !core::parse_nccl_tests_op(o.op)) {
+    throw core::InputError({"<command line>", 0}, "--op", "is '" + o.op + "'", "all_gather, reduce_scatter or all_reduce");
+  }
+  std::vector<LogFit> fits;
+  for (const auto& file : o.logs) {
+    fits.push_back(fit_log(file, o));
+    report(fits.back());
+  }
+  // One figure per key: the last log of each collective wins; the latency comes from an
+  // all_gather log when there is one (ZeRO-3's most frequent collective), else the first log.
+  std::map<std::string, double> values;
+  const LogFit* latency_source = &fits.front();
+  for (const auto& f : fits) {
+    values[bandwidth_key(f.op)] = f.fit.bus_bandwidth_gb_per_s();
+    if (f.op == core::NcclTestsOp::kAllGather && latency_source->op != core::NcclTestsOp::kAllGather) {
+      latency_source = &f;
+    }
+  }
+  values["collective_latency_us"] = latency_source->fit.latency_us();
+
+  std::ifstream in(*base);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string stem = std::filesystem::path(o.output).stem().string();
+  std::ostringstream header;
+  header << "# Calibrated by `prefetchlab calibrate --from-nccl-tests` (least-squares fit per size range)\n";
+  for (const auto& f : fits) {
+    header << "#   " << f.file << ": " << core::nccl_tests_op_name(f.op) << ", " << f.ranks << " ranks: latency "
+           << fmt("%.2f", f.fit.latency_us()) << " us, busBW " << fmt("%.2f", f.fit.bus_bandwidth_gb_per_s())
+           << " GB/s\n";
+  }
+  std::string out_text;
+  YAML::Node root = YAML::Load(text.str());
+  if (!root["calibration"]) {
+    // Keep the base file's text and comments; rename it and append the section.
+    std::string line;
+    std::istringstream lines(text.str());
+    while (std::getline(lines, line)) {
+      if (line.starts_with("name:")) line = "name: " + stem;
+      out_text += line + "\n";
+    }
+    out_text += "\n" + header.str() + "calibration:\n";
+    for (const auto& [k, v] : values) out_text += "  " + k + ": " + fmt("%.6g", v) + "\n";
+  } else {
+    root["name"] = stem;
+    for (const auto& [k, v] : values) root["calibration"][k] = fmt("%.6g", v);
+    YAML::Emitter emitter;
+    emitter << root;
+    out_text = header.str() + emitter.c_str() + std::string("\n");
+  }
+  {
+    std::ofstream out(o.output);
+    if (!out) throw core::InputError({o.output, 0}, "-o", "cannot write the file", "a writable path");
+    out << out_text;
+  }
+  const core::HardwareProfile written = core::load_hardware_profile(o.output);
+  std::printf("wrote %s (base %s): collective_latency_us %.2f", o.output.c_str(), base->string().c_str(),
+              values["collective_latency_us"]);
+  for (const auto& [k, v] : values) {
+    if (k != "collective_latency_us") std::printf(", %s %.2f", k.c_str(), v);
+  }
+  std::printf("\n");
+  (void)written;
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* add_calibrate_command(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<CalibrateOptions>();
+  CLI::App* c = app.add_subcommand(
+      "calibrate", "Fit collective latency and bus bandwidth from nccl-tests logs into a hardware profile");
+  c->add_option("--from-nccl-tests", o->logs, "nccl-tests output files (all_gather_perf, reduce_scatter_perf, all_reduce_perf)")
+      ->required();
+  c->add_option("-o,--output", o->output, "profile YAML to write")->required();
+  c->add_option("--hardware", o->hardware, "base hardware profile: bundled name or YAML path")->required();
+  c->add_option("--op", o->op, "collective of every log, when a log does not name it");
+  c->add_option("--ranks", o->ranks, "ranks of every log, when a log does not list them")->check(CLI::Range(2, 1 << 20));
+  c->add_option("--tolerance", o->tolerance, "largest relative error within one fitted size range (default 0.02)")
+      ->check(CLI::Range(1e-6, 1.0));
+  c->callback([o, exit_code] { *exit_code = run_guarded([&] { return run_calibrate(*o); }); });
+  return c;
+}
+
+}  // namespace prefetchlab::apps

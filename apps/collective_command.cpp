@@ -1,0 +1,213 @@
+#include "collective_command.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "command_context.hpp"
+#include "core/closest_match.hpp"
+#include "core/hardware_profile.hpp"
+#include "core/input_error.hpp"
+#include "core/nccl_tests_log.hpp"
+#include "core/size_value.hpp"
+#include "sim/nccl_tuner_cost_model.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+struct CollectiveOptions {
+  std::string hardware;
+  std::string op;
+  int ranks = 0;
+  std::optional<int> nodes;
+  std::string min_bytes = "8";
+  std::string max_bytes = "8GiB";
+  int factor = 2;
+  std::string algo = "auto";
+  // nccl-tests' default type is float; ZeRO-3 moves bf16 parameters and gradients, so this
+  // command defaults to bfloat16 (-d bfloat16). The size column does not depend on it, only
+  // the count and the rounding of sizes to whole elements.
+  std::string type = "bfloat16";
+};
+
+std::int64_t size_option(const std::string& flag, const std::string& text) {
+  const auto v = core::parse_bytes(text);
+  if (!v) {
+    throw core::InputError({"<command line>", 0}, flag, "is '" + text + "'",
+                           "a byte size such as 8, 5e7, 512MiB or 70GiB");
+  }
+  return *v;
+}
+
+// nccl-tests' time column: %7.0f from 10 ms, %7.1f from 100 us, else %7.2f.
+std::string time_text(double us) {
+  char buf[32];
+  if (us >= 10000.0) {
+    std::snprintf(buf, sizeof buf, "%7.0f", us);
+  } else if (us >= 100.0) {
+    std::snprintf(buf, sizeof buf, "%7.1f", us);
+  } else {
+    std::snprintf(buf, sizeof buf, "%7.2f", us);
+  }
+  return buf;
+}
+
+std::string bytes_text(std::int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  std::int64_t v = b;
+  while (u < 4 && v >= 1024 && v % 1024 == 0) {
+    v /= 1024;
+    ++u;
+  }
+  return std::to_string(v) + " " + units[u];
+}
+
+struct Row {
+  std::int64_t bytes;
+  std::int64_t count;
+  sim::NcclChoice choice;
+};
+
+int run_collective(const CollectiveOptions& o) {
+  const core::BundledData bundled = bundled_data();
+  const auto path = core::find_hardware_profile(o.hardware, bundled.hardware_dir);
+  if (!path) {
+    throw core::InputError({"<command line>", 0}, "--hardware", "'" + o.hardware + "' is neither a file nor a bundled profile",
+                           "a hardware YAML path or bundled name",
+                           core::closest_match(o.hardware, core::bundled_hardware_names(bundled.hardware_dir)));
+  }
+  const core::HardwareProfile profile = core::load_hardware_profile(*path);
+  const auto op = core::parse_nccl_tests_op(o.op);
+  if (!op) {
+    throw core::InputError({"<command line>", 0}, "--op", "is '" + o.op + "'",
+                           "all_gather, reduce_scatter or all_reduce");
+  }
+  const auto kind = *op == core::NcclTestsOp::kAllGather       ? sim::CollectiveKind::kAllGather
+                    : *op == core::NcclTestsOp::kReduceScatter ? sim::CollectiveKind::kReduceScatter
+                                                               : sim::CollectiveKind::kAllReduce;
+  const auto type_bytes = core::nccl_tests_type_bytes(o.type);
+  if (!type_bytes) {
+    throw core::InputError({"<command line>", 0}, "--type", "is '" + o.type + "'",
+                           "an nccl-tests type: float, bfloat16, half, double, int8, int32, ...");
+  }
+  const int nodes = o.nodes.value_or((o.ranks + profile.gpus_per_node - 1) / profile.gpus_per_node);
+  if (o.ranks < 2) {
+    throw core::InputError({"<command line>", 0}, "--ranks", "is " + std::to_string(o.ranks), "at least 2");
+  }
+  if (nodes < 1 || o.ranks % nodes != 0 || o.ranks / nodes > profile.gpus_per_node ||
+      nodes > profile.max_nodes) {
+    throw core::InputError({"<command line>", 0}, "--nodes",
+                           std::to_string(o.ranks) + " ranks on " + std::to_string(nodes) + " nodes does not fit " +
+                               profile.name,
+                           "ranks spread evenly, at most " + std::to_string(profile.gpus_per_node) +
+                               " per node and " + std::to_string(profile.max_nodes) + " nodes");
+  }
+  const std::int64_t min_bytes = size_option("--min-bytes", o.min_bytes);
+  const std::int64_t max_bytes = size_option("--max-bytes", o.max_bytes);
+  if (max_bytes < min_bytes) {
+    throw core::InputError({"<command line>", 0}, "--max-bytes", "is below --min-bytes", "max >= min");
+  }
+  sim::AlgorithmFilter filter = sim::AlgorithmFilter::kAuto;
+  if (o.algo == "ring") filter = sim::AlgorithmFilter::kRing;
+  if (o.algo == "nvls") filter = sim::AlgorithmFilter::kNvls;
+  const sim::NcclTunerCostModel model(profile, profile.calibration);
+  if (filter == sim::AlgorithmFilter::kNvls &&
+      !model.nvls_available({kind, 0, o.ranks, nodes})) {
+    throw core::InputError({"<command line>", 0}, "--algo", "nvls is not available on " + profile.name +
+                               " (" + model.path_description() + ", " + std::to_string(nodes) + " node(s))",
+                           "ring, or NVSwitch hardware of Hopper or later on one node");
+  }
+
+  // nccl-tests' sizes: min, min*factor, ... up to max; count per rank for AG/RS.
+  const std::int64_t per_elem = *type_bytes * ((kind == sim::CollectiveKind::kAllReduce) ? 1 : o.ranks);
+  std::vector<Row> rows;
+  for (std::int64_t size = min_bytes; size <= max_bytes;) {
+    const std::int64_t count = size / per_elem;
+    const std::int64_t bytes = count * per_elem;
+    rows.push_back({bytes, count, model.choose({kind, bytes, o.ranks, nodes}, filter)});
+    if (size == 0 || size > max_bytes / o.factor) break;
+    size *= o.factor;
+  }
+
+  const double bus_factor = (kind == sim::CollectiveKind::kAllReduce ? 2.0 : 1.0) * (o.ranks - 1) / o.ranks;
+  std::printf("# prefetchlab collective: NCCL tuner model of %s_perf on %s, %d ranks on %d node(s), %s; "
+              "ring graph %d channels x %.1f GB/s\n",
+              o.op.c_str(), profile.name.c_str(), o.ranks, nodes, model.path_description().c_str(),
+              model.ring_graph_channels(), model.ring_channel_bytes_per_s() / 1e9);
+  std::printf("# nThread 1 nGpus %d minBytes %lld maxBytes %lld step: %d(factor) warmup iters: 0 iters: 1 agg iters: 1 validation: 0 graph: 0\n",
+              o.ranks, static_cast<long long>(min_bytes), static_cast<long long>(max_bytes), o.factor);
+  std::printf("#\n# Using devices\n");
+  for (int r = 0; r < o.ranks; ++r) {
+    std::printf("#  Rank %2d Group  0 Pid %6d on %10s device %2d [0x00] %s\n", r, 0, ("node" + std::to_string(r / (o.ranks / nodes))).c_str(),
+                r % (o.ranks / nodes), profile.gpu.model.c_str());
+  }
+  std::printf("#\n");
+  // Which algorithm / protocol / channels per size range.
+  std::string ranges;
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t j = i;
+    while (j + 1 < rows.size() && rows[j + 1].choice.algorithm == rows[i].choice.algorithm &&
+           rows[j + 1].choice.protocol == rows[i].choice.protocol) {
+      ++j;
+    }
+    const int ch_lo = rows[i].choice.channels;
+    const int ch_hi = rows[j].choice.channels;
+    if (!ranges.empty()) ranges += "; ";
+    ranges += bytes_text(rows[i].bytes) + " - " + bytes_text(rows[j].bytes) + ": " +
+              sim::nccl_algorithm_name(rows[i].choice.algorithm) + "/" +
+              sim::nccl_protocol_name(rows[i].choice.protocol) + " " +
+              (ch_lo == ch_hi ? std::to_string(ch_lo) : std::to_string(ch_lo) + "-" + std::to_string(ch_hi)) +
+              " channels";
+    i = j + 1;
+  }
+  std::printf("# Chosen algorithm/protocol/channels by size: %s\n", ranges.c_str());
+  std::printf("#\n");
+  std::printf("#                                                              out-of-place                       in-place          \n");
+  std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
+  std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n");
+  const char* redop = kind == sim::CollectiveKind::kAllGather ? "none" : "sum";
+  double bw_sum = 0;
+  for (const Row& row : rows) {
+    const double us = static_cast<double>(row.choice.duration_ns) / 1e3;
+    const double algbw = us > 0 ? static_cast<double>(row.bytes) / 1e9 / (us * 1e-6) : 0;
+    const double busbw = algbw * bus_factor;
+    bw_sum += 2 * busbw;
+    std::printf("%12lld  %12lld  %8s  %6s  %6i", static_cast<long long>(row.bytes),
+                static_cast<long long>(row.count), o.type.c_str(), redop, -1);
+    for (int placement = 0; placement < 2; ++placement) {
+      std::printf("  %7s  %6.2f  %6.2f  %5s", time_text(us).c_str(), algbw, busbw, "N/A");
+    }
+    std::printf("\n");
+  }
+  std::printf("# Out of bounds values : 0 OK\n");
+  std::printf("# %-20s : %g \n", "Avg bus bandwidth", bw_sum / (2.0 * static_cast<double>(rows.size())));
+  std::printf("#\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* add_collective_command(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<CollectiveOptions>();
+  CLI::App* c = app.add_subcommand(
+      "collective", "Predict one collective over a size sweep, printed as nccl-tests prints it");
+  c->add_option("--hardware", o->hardware, "hardware profile: bundled name or YAML path")->required();
+  c->add_option("--op", o->op, "all_gather, reduce_scatter or all_reduce")->required();
+  c->add_option("--ranks", o->ranks, "communicator size")->required();
+  c->add_option("--nodes", o->nodes, "nodes the ranks spread over (default: fewest that fit)");
+  c->add_option("-b,--min-bytes", o->min_bytes, "smallest size (nccl-tests -b; e.g. 8, 5e7, 1MiB)");
+  c->add_option("-e,--max-bytes", o->max_bytes, "largest size (nccl-tests -e; e.g. 8GiB)");
+  c->add_option("-f,--factor", o->factor, "size multiplier between rows (nccl-tests -f)")
+      ->check(CLI::Range(2, 1 << 20));
+  c->add_option("--algo", o->algo, "ring or nvls (default: NCCL's choice)")
+      ->check(CLI::IsMember({"auto", "ring", "nvls"}));
+  c->add_option("-d,--type", o->type, "element type (nccl-tests -d); default bfloat16");
+  c->callback([o, exit_code] { *exit_code = run_guarded([&] { return run_collective(*o); }); });
+  return c;
+}
+
+}  // namespace prefetchlab::apps
