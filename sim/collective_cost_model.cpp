@@ -1,5 +1,8 @@
 #include "collective_cost_model.hpp"
 
+#include <stdexcept>
+#include <string>
+
 #include "nccl_tuner_cost_model.hpp"
 #include "ring_cost_model.hpp"
 
@@ -15,6 +18,19 @@ const char* collective_kind_name(CollectiveKind kind) {
       return "all_reduce";
   }
   return "unknown";
+}
+
+void check_collective_shape(const CollectiveShape& shape, int gpus_per_node, bool has_network) {
+  const auto bad = [&](const std::string& why) {
+    throw std::invalid_argument(std::string(collective_kind_name(shape.kind)) + " of " +
+                                std::to_string(shape.bytes) + " bytes on " + std::to_string(shape.ranks) +
+                                " ranks / " + std::to_string(shape.nodes) + " nodes: " + why);
+  };
+  if (shape.bytes < 0) bad("negative size");
+  if (shape.ranks < 1 || shape.nodes < 1) bad("a group needs at least one rank and one node");
+  if (shape.ranks % shape.nodes != 0) bad("ranks must spread evenly over nodes");
+  if (shape.ranks / shape.nodes > gpus_per_node) bad("more ranks per node than GPUs per node");
+  if (shape.nodes > 1 && !has_network) bad("the profile has no network");
 }
 
 std::unique_ptr<CollectiveCostModel> make_collective_cost_model(

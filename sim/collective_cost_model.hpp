@@ -37,6 +37,11 @@ class CollectiveCostModel {
 
 // The model the simulator uses for this hardware and calibration: NcclTunerCostModel, or
 // RingCostModel when calibration.collective_model is kRing.
+// Rejects shapes no model can time (std::invalid_argument naming the shape): negative sizes,
+// empty groups, ranks not spread evenly over nodes or more than a node holds, several nodes
+// without a network.
+void check_collective_shape(const CollectiveShape& shape, int gpus_per_node, bool has_network);
+
 std::unique_ptr<CollectiveCostModel> make_collective_cost_model(
     const core::HardwareProfile& profile, const core::CalibrationConstants& calibration);
 

@@ -198,17 +198,7 @@ NcclTunerCostModel::NcclTunerCostModel(const core::HardwareProfile& profile,
 }
 
 void NcclTunerCostModel::check(const CollectiveShape& shape) const {
-  const auto bad = [&](const std::string& why) {
-    throw std::invalid_argument(std::string(collective_kind_name(shape.kind)) + " of " +
-                                std::to_string(shape.bytes) + " bytes on " +
-                                std::to_string(shape.ranks) + " ranks / " +
-                                std::to_string(shape.nodes) + " nodes: " + why);
-  };
-  if (shape.bytes < 0) bad("negative size");
-  if (shape.ranks < 1 || shape.nodes < 1) bad("a group needs at least one rank and one node");
-  if (shape.ranks % shape.nodes != 0) bad("ranks must spread evenly over nodes");
-  if (shape.ranks / shape.nodes > gpus_per_node_) bad("more ranks per node than GPUs per node");
-  if (shape.nodes > 1 && network_bytes_per_s_per_gpu_ <= 0) bad("the profile has no network");
+  check_collective_shape(shape, gpus_per_node_, network_bytes_per_s_per_gpu_ > 0);
 }
 
 std::string NcclTunerCostModel::path_description() const {

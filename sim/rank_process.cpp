@@ -433,20 +433,24 @@ HostTask RankProcess::update_controller(std::int32_t iteration) {
   current_->samples_wanted = controller_->wants_samples();
 }
 
-HostTask RankProcess::forward(int module) {
-  if (skipped(module)) co_return;
-  const auto& compute = *shared_.compute;
+// A module's fetch hook (fetch_sub_module): the sample window opens at the top of the fetch and
+// closes once compute waits for the all-gather stream (research §3.4).
+HostTask RankProcess::fetch_hook(int module, core::Phase phase) {
   const TimeNs hook_start = engine_.now_ns();
-  co_await spend(compute.hook_overhead_ns());
-
-  // Forward pre-hook: fetch_sub_module; the sample window opens at the top of the fetch.
-  current_->fetches.push_back({0, record(compute_), -1, host_timer_now(), 0});
-  Context context{core::Phase::kForward, module, &current_->fetches.back()};
-  core::FetchPlan fetch = coordinator_.fetch_sub_module(module, core::Phase::kForward);
+  co_await spend(shared_.compute->hook_overhead_ns());
+  current_->fetches.push_back({static_cast<std::uint8_t>(phase), record(compute_), -1, host_timer_now(), 0});
+  Context context{phase, module, &current_->fetches.back()};
+  core::FetchPlan fetch = coordinator_.fetch_sub_module(module, phase);
   co_await execute(fetch.plan, context);
   take_fetch_end_sample(context);
   after_fetch(fetch.info);
   host_span(shared_.label_hook_fetch, hook_start);
+}
+
+HostTask RankProcess::forward(int module) {
+  if (skipped(module)) co_return;
+  const auto& compute = *shared_.compute;
+  co_await fetch_hook(module, core::Phase::kForward);  // forward pre-hook
 
   const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
   for (const int child : spec.children) co_await forward(child);
@@ -472,17 +476,7 @@ HostTask RankProcess::forward(int module) {
 HostTask RankProcess::backward(int module) {
   if (skipped(module)) co_return;
   const auto& compute = *shared_.compute;
-  const TimeNs hook_start = engine_.now_ns();
-  co_await spend(compute.hook_overhead_ns());
-
-  // Pre-backward hook (the output's gradient arrived): fetch for backward.
-  current_->fetches.push_back({1, record(compute_), -1, host_timer_now(), 0});
-  Context context{core::Phase::kBackward, module, &current_->fetches.back()};
-  core::FetchPlan fetch = coordinator_.fetch_sub_module(module, core::Phase::kBackward);
-  co_await execute(fetch.plan, context);
-  take_fetch_end_sample(context);
-  after_fetch(fetch.info);
-  host_span(shared_.label_hook_fetch, hook_start);
+  co_await fetch_hook(module, core::Phase::kBackward);  // pre-backward hook: the output's gradient arrived
 
   // Own backward (data and weight gradients), then this module's gradient hooks; children
   // follow in reverse execution order (autograd order, research §1.10).

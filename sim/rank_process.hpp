@@ -149,6 +149,7 @@ class RankProcess final : public StreamObserver {
   HandleMemory& handle_memory(std::int64_t handle_id);
 
   HostTask run_iteration(std::int32_t iteration);
+  HostTask fetch_hook(int module, core::Phase phase);
   HostTask forward(int module);
   HostTask backward(int module);
   HostTask execute(const core::Plan& plan, Context& context);
