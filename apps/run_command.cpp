@@ -72,12 +72,6 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
 
 int run(const RunOptions& options) {
   core::Scenario scenario = core::load_scenario(options.scenario, options.overrides, bundled_data());
-  if (scenario.zero.offload_param.device != core::OffloadDevice::kNone ||
-      scenario.zero.offload_optimizer.device != core::OffloadDevice::kNone) {
-    scenario.notes.push_back(
-        "zero.offload_param / offload_optimizer are not simulated yet: parameters and optimizer "
-        "states are timed as if resident on the GPU");
-  }
   const std::filesystem::path dir =
       options.output_dir.empty() ? scenario.output.dir : std::filesystem::path(options.output_dir);
   std::filesystem::create_directories(dir);

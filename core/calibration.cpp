@@ -152,6 +152,7 @@ CalibrationConstants read_calibration(const YamlSection& section,
       {{"nccl_tuner", CalibrationConstants::CollectiveModel::kNcclTuner},
        {"ring", CalibrationConstants::CollectiveModel::kRing}});
   read_number(section, "host_overhead_scale", kScale, c.host_overhead_scale);
+  c.cpu_adam_elements_per_s = section.get_double("cpu_adam_elements_per_s", c.cpu_adam_elements_per_s, 1, 1e15);
   section.finish();
   return c;
 }

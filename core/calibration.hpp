@@ -68,6 +68,10 @@ struct CalibrationConstants {
   double contention_collective_factor = 0.1;
   // Multiplier on every host cost above: 0 = free host, 1 = as calibrated.
   double host_overhead_scale = 1.0;
+  // CPU Adam throughput per rank with zero.offload_optimizer (DeepSpeed's DeepSpeedCPUAdam on
+  // the host cores one GPU process gets): parameters updated per second. Not in the research
+  // notes; 1e9/s is an estimate to calibrate.
+  double cpu_adam_elements_per_s = 1e9;
 };
 
 // The MAMF fraction measured for the named GPU (notes §2.2, stas00 ml-engineering

@@ -32,7 +32,8 @@ std::vector<std::string> yaml_stems(const std::filesystem::path& dir) {
 }
 
 TrainingConfig load_training(const YamlSection& section, std::int64_t max_positions) {
-  section.allow_only({"micro_batch", "seq_len", "dtype", "iterations", "warmup_iterations", "grad_accum"});
+  section.allow_only({"micro_batch", "seq_len", "dtype", "iterations", "warmup_iterations", "grad_accum",
+                      "activation_checkpointing"});
   TrainingConfig training;
   training.micro_batch = section.require_int("micro_batch", 1, kMaxInt32);
   training.seq_len = section.require_int("seq_len", 1, max_positions);
@@ -42,6 +43,8 @@ TrainingConfig load_training(const YamlSection& section, std::int64_t max_positi
   training.warmup_iterations = section.get_int("warmup_iterations", training.warmup_iterations, 0,
                                                training.iterations - 1);
   training.grad_accum = section.get_int("grad_accum", training.grad_accum, 1, kMaxInt32);
+  training.activation_checkpointing =
+      section.get_bool("activation_checkpointing", training.activation_checkpointing);
   section.finish();
   return training;
 }

@@ -32,6 +32,10 @@ struct TrainingConfig {
   std::int64_t iterations = 10;       // forward+backward passes; iteration 1 records the trace
   std::int64_t warmup_iterations = 2; // excluded from steady-state statistics
   std::int64_t grad_accum = 1;        // optimizer steps after every grad_accum-th iteration
+  // Full activation checkpointing of every transformer layer (HF gradient_checkpointing): only
+  // each layer's input is kept; backward re-runs the layer's forward first, so its modules are
+  // fetched again there — in the trace DeepSpeed records.
+  bool activation_checkpointing = false;
 };
 
 struct ClusterConfig {

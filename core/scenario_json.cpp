@@ -12,7 +12,8 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
   const TrainingConfig& t = scenario.training;
   out["training"] = {{"micro_batch", t.micro_batch}, {"seq_len", t.seq_len},
                      {"dtype", dtype_name(t.dtype)}, {"iterations", t.iterations},
-                     {"warmup_iterations", t.warmup_iterations}, {"grad_accum", t.grad_accum}};
+                     {"warmup_iterations", t.warmup_iterations}, {"grad_accum", t.grad_accum},
+                     {"activation_checkpointing", t.activation_checkpointing}};
   out["cluster"] = {{"hardware", scenario.cluster.hardware_ref},
                     {"hardware_name", scenario.cluster.hardware.name},
                     {"nodes", scenario.cluster.nodes},
@@ -25,6 +26,7 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
       {"compute_time_scale", cal.compute_time_scale},
       {"copy_time_scale", cal.copy_time_scale},
       {"host_overhead_scale", cal.host_overhead_scale},
+      {"cpu_adam_elements_per_s", cal.cpu_adam_elements_per_s},
       {"contention_compute_factor", cal.contention_compute_factor},
       {"contention_collective_factor", cal.contention_collective_factor},
       {"kernel_launch_ns", cal.kernel_launch_ns},

@@ -159,6 +159,10 @@ TimeNs RankProcess::noisy_compute_ns(TimeNs kernel_ns) {
   return std::llround(static_cast<double>(kernel_ns) * factor);
 }
 
+TimeNs RankProcess::host_copy_ns(std::int64_t bytes, double bytes_per_s) const {
+  return static_cast<TimeNs>(std::llround(static_cast<double>(bytes) / bytes_per_s * 1e9));
+}
+
 TimeNs RankProcess::host_timer_now() {
   const std::int64_t sigma = shared_.scenario->noise.host_timer_noise_ns;
   if (sigma == 0) return engine_.now_ns();
@@ -459,9 +463,15 @@ HostTask RankProcess::forward(int module) {
   co_await spend(compute.kernel_launch_ns());
   launch_kernel(compute_, noisy_compute_ns(shared_.forward_ns[static_cast<std::size_t>(module)]),
                 shared_.forward_label[static_cast<std::size_t>(module)]);
-  // What the module saves for backward stays allocated until its backward ran.
-  const std::int64_t saved = shared_.activation_bytes[static_cast<std::size_t>(module)];
-  if (saved > 0) {
+  // What the module saves for backward stays allocated until its backward ran. Under
+  // checkpointing a layer keeps only its input in the first forward; its modules save their
+  // activations when backward re-runs the layer.
+  const auto m = static_cast<std::size_t>(module);
+  std::int64_t saved = shared_.activation_bytes[m];
+  if (shared_.inside_checkpoint_unit[m] && !recomputing_) {
+    saved = shared_.checkpoint_unit[m] ? shared_.checkpoint_input_bytes : 0;
+  }
+  if (saved > 0 && !activation_block_[m]) {
     activation_block_[static_cast<std::size_t>(module)] = allocate(saved, compute_, module, "activations");
     if (!activation_block_[static_cast<std::size_t>(module)]) co_await Halt{};
   }
@@ -475,6 +485,18 @@ HostTask RankProcess::forward(int module) {
 
 HostTask RankProcess::backward(int module) {
   if (skipped(module)) co_return;
+  if (shared_.checkpoint_unit[static_cast<std::size_t>(module)]) {
+    // torch.utils.checkpoint: the layer's forward runs again (its hooks fire, so DeepSpeed
+    // fetches its parameters again) before its backward; the kept input goes, the full
+    // activations come back.
+    if (auto& input = activation_block_[static_cast<std::size_t>(module)]) {
+      memory_->free(*input, engine_.now_ns());
+      input.reset();
+    }
+    recomputing_ = true;
+    co_await forward(module);
+    recomputing_ = false;
+  }
   const auto& compute = *shared_.compute;
   co_await fetch_hook(module, core::Phase::kBackward);  // pre-backward hook: the output's gradient arrived
 
@@ -567,7 +589,14 @@ HostTask RankProcess::flush_reduce_bucket() {
     wait(*reduce_scatter_, done);
     ++current_->reduce_scatter_count;
   }
-  launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes / world_size_), shared_.label_partition_copy);
+  // The reduced partition goes to the gradient partition buffer — in host memory with
+  // zero.offload_optimizer (copied down over the host link).
+  if (scenario.zero.offload_optimizer.device != core::OffloadDevice::kNone) {
+    launch_kernel(*reduce_scatter_, host_copy_ns(bytes / world_size_, shared_.device_to_host_bytes_per_s),
+                  shared_.label_host_copy);
+  } else {
+    launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes / world_size_), shared_.label_partition_copy);
+  }
   reduce_events_.push_back(record(*reduce_scatter_));
   for (const auto grad : grads_in_bucket_) memory_->free_after(grad, *reduce_scatter_, engine_.now_ns());
   grads_in_bucket_.clear();
@@ -595,6 +624,11 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         if (!memory.flat_block) co_await Halt{};
       }
       co_await spend(shared_.compute->collective_launch_ns() + shared_.compute->kernel_launch_ns());
+      // zero.offload_param: the shards live in pinned host memory and cross the host link first.
+      if (scenario.zero.offload_param.device != core::OffloadDevice::kNone) {
+        launch_kernel(*all_gather_, host_copy_ns(flat_bytes / world_size_, shared_.host_to_device_bytes_per_s),
+                      shared_.label_host_copy);
+      }
       // Copy-in: this rank's shards into its slot of the flat buffer, on the all-gather stream.
       launch_kernel(*all_gather_, shared_.compute->copy_ns(flat_bytes / world_size_), shared_.label_copy_in);
       CollectiveCall call;
@@ -697,8 +731,17 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
     } else if (std::holds_alternative<core::OptimizerUpdate>(action)) {
       co_await spend(shared_.compute->kernel_launch_ns());
       const std::int64_t shard_numel = (scenario.model.total_numel() + world_size_ - 1) / world_size_;
-      launch_kernel(compute_, noisy_compute_ns(shared_.compute->optimizer_step_ns(shard_numel)),
-                    shared_.label_optimizer);
+      if (scenario.zero.offload_optimizer.device != core::OffloadDevice::kNone) {
+        // CPU Adam over the host copy of the partition (the host is busy meanwhile), then the
+        // updated 16-bit parameters go up to the device shards.
+        const double rate = scenario.cluster.calibration.cpu_adam_elements_per_s;
+        co_await spend(static_cast<TimeNs>(std::llround(static_cast<double>(shard_numel) / rate * 1e9)));
+        launch_kernel(compute_, host_copy_ns(shard_numel * dtype_bytes_, shared_.host_to_device_bytes_per_s),
+                      shared_.label_host_copy);
+      } else {
+        launch_kernel(compute_, noisy_compute_ns(shared_.compute->optimizer_step_ns(shard_numel)),
+                      shared_.label_optimizer);
+      }
       // The updated shards are what the next all-gathers copy in: the all-gather stream must
       // not run ahead of the update (a data dependency DeepSpeed's ordering guarantees; the
       // notes do not say where it synchronises, so it is modelled as a stream wait here).

@@ -87,6 +87,13 @@ struct SharedRankContext {
   std::vector<TimeNs> forward_ns;   // per module, own work
   std::vector<TimeNs> backward_ns;  // per module, own work
   std::vector<std::int64_t> activation_bytes;  // per module, saved for backward
+  // Activation checkpointing: the transformer layers (units) and the modules inside them.
+  std::vector<bool> checkpoint_unit;
+  std::vector<bool> inside_checkpoint_unit;
+  std::int64_t checkpoint_input_bytes = 0;  // what a unit keeps: its input (b*s*h, model dtype)
+  // Pinned host<->device copy rates (offload), bytes per second.
+  double host_to_device_bytes_per_s = 0;
+  double device_to_host_bytes_per_s = 0;
   std::vector<std::int32_t> forward_label;
   std::vector<std::int32_t> backward_label;
   std::vector<bool> persistent;     // per param
@@ -97,7 +104,7 @@ struct SharedRankContext {
   std::int32_t label_copy_in = -1, label_copy_out = -1, label_bucket_copy = -1,
                label_partition_copy = -1, label_optimizer = -1, label_stall = -1,
                label_hook_fetch = -1, label_hook_release = -1, label_iteration = -1,
-               label_trace_check = -1;
+               label_trace_check = -1, label_host_copy = -1;
   std::int32_t kind_label[6] = {};  // on_demand, prefetch, persistent_regather, grad_bucket, trace_check, agreement
   AgreementBoard* agreement = nullptr;
 };
@@ -170,6 +177,7 @@ class RankProcess final : public StreamObserver {
   TimeNs noisy_host_ns(TimeNs host_ns);
   TimeNs noisy_compute_ns(TimeNs kernel_ns);
   TimeNs host_timer_now();  // what perf_counter would read now
+  TimeNs host_copy_ns(std::int64_t bytes, double bytes_per_s) const;
   // A host synchronisation on communication: returns (via *idle_ns) how long the compute stream
   // sat drained meanwhile — exposed communication that no stream wait shows.
   HostTask host_sync_on_comm(std::int32_t event, TimeNs* idle_ns);
@@ -223,6 +231,7 @@ class RankProcess final : public StreamObserver {
   std::optional<std::string> out_of_memory_;
   std::vector<std::optional<core::BlockHandle>> param_block_;       // gathered tensor per param
   std::vector<std::optional<core::BlockHandle>> activation_block_;  // saved activations per module
+  bool recomputing_ = false;  // inside a checkpointed layer's forward re-run during backward
   std::vector<core::BlockHandle> grads_in_bucket_;                  // freed after their bucket copy
   core::RandomStream compute_noise_;
   core::RandomStream host_noise_;

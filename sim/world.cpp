@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/hardware_derived.hpp"
 #include "core/persistence.hpp"
 
 namespace prefetchlab::sim {
@@ -89,7 +90,24 @@ void World::build_shared_context() {
     shared_.forward_label.push_back(labels_.intern("fwd " + name));
     shared_.backward_label.push_back(labels_.intern("bwd " + name));
   }
+  // Checkpoint units: the layers HF's gradient_checkpointing wraps.
+  shared_.checkpoint_unit.assign(model.modules.size(), false);
+  shared_.inside_checkpoint_unit.assign(model.modules.size(), false);
+  if (scenario_.training.activation_checkpointing) {
+    for (std::size_t m = 0; m < model.modules.size(); ++m) {
+      const std::string& cls = model.modules[m].class_name;
+      shared_.checkpoint_unit[m] = cls == "GPT2Block" || cls == "BertLayer" || cls == "LlamaDecoderLayer";
+      const int parent = model.modules[m].parent;
+      shared_.inside_checkpoint_unit[m] =
+          shared_.checkpoint_unit[m] ||
+          (parent >= 0 && shared_.inside_checkpoint_unit[static_cast<std::size_t>(parent)]);
+    }
+  }
+  shared_.checkpoint_input_bytes = b * s * model.hidden_size * core::dtype_bytes(scenario_.training.dtype);
+  shared_.host_to_device_bytes_per_s = core::host_to_device_bytes_per_s(scenario_.cluster.hardware);
+  shared_.device_to_host_bytes_per_s = core::device_to_host_bytes_per_s(scenario_.cluster.hardware);
   shared_.label_copy_in = labels_.intern("all-gather copy-in");
+  shared_.label_host_copy = labels_.intern("host<->device copy (offload)");
   shared_.label_copy_out = labels_.intern("all-gather copy-out");
   shared_.label_bucket_copy = labels_.intern("gradient bucket copy");
   shared_.label_partition_copy = labels_.intern("gradient partition copy");
