@@ -151,8 +151,21 @@ int compare(const CompareOptions& options) {
       return simulate(file, {iterations, warmup, "controller={policy: static}", "zero.stage3_prefetch_bucket_size=5e7"},
                       "DeepSpeed default (static 5e7)");
     });
+    // A policy the scenario itself configures runs with the scenario's controller section (its
+    // memory budget, say); any other with that policy's defaults.
+    const std::string own_policy = core::controller_policy_name(scenario.controller.policy);
+    const std::int64_t budget = scenario.controller.memory_budget_bytes;
+    std::vector<std::string> policy_labels;
     for (const auto& policy : options.policies) {
-      jobs.push_back([=] { return simulate(file, {iterations, warmup, "controller={policy: " + policy + "}"}, policy); });
+      std::vector<std::string> overrides{iterations, warmup};
+      std::string label = policy;
+      if (policy == own_policy) {
+        if (budget > 0) label += " (budget " + gib(budget) + " GiB)";
+      } else {
+        overrides.push_back("controller={policy: " + policy + "}");
+      }
+      policy_labels.push_back(label);
+      jobs.push_back([=] { return simulate(file, overrides, label); });
     }
     const std::vector<Outcome> outcomes = run_all(jobs, threads);
     const auto best = std::min_element(outcomes.begin(), outcomes.begin() + static_cast<std::ptrdiff_t>(grid.size()),
@@ -174,7 +187,19 @@ int compare(const CompareOptions& options) {
     };
     row(outcomes[grid.size()], "DeepSpeed default (static 5e7)");
     row(*best, "best static (" + best->label.substr(7) + ")");
-    for (std::size_t p = 0; p < options.policies.size(); ++p) row(outcomes[grid.size() + 1 + p], options.policies[p]);
+    if (budget > 0) {
+      // What a user holding the same budget could deploy without a controller.
+      std::optional<std::size_t> fitting;
+      for (std::size_t i = 0; i < grid.size(); ++i) {
+        const Outcome& o = outcomes[i];
+        if (o.status != core::RunStatus::kOk || o.peak_reserved_bytes > budget) continue;
+        if (!fitting || o.steady_ns < outcomes[*fitting].steady_ns) fitting = i;
+      }
+      if (fitting) {
+        row(outcomes[*fitting], "best static within the budget (" + outcomes[*fitting].label.substr(7) + ")");
+      }
+    }
+    for (std::size_t p = 0; p < options.policies.size(); ++p) row(outcomes[grid.size() + 1 + p], policy_labels[p]);
   }
   if (options.output.empty()) {
     std::cout << table.str();

@@ -24,11 +24,8 @@ int replay(const ReplayOptions& options) {
   const core::Scenario scenario = core::load_scenario(options.scenario, options.overrides, bundled_data());
   const int world = static_cast<int>(scenario.cluster.world_size());
   const core::SamplesFile samples = core::read_samples_csv(options.samples, world);
-  core::ControllerContext context;
-  context.initial_bucket_numel = scenario.zero.effective_prefetch_bucket_numel();
-  context.max_live_numel = scenario.zero.max_live_numel;
   const std::vector<core::BucketRecord> buckets =
-      core::replay_controller(scenario.controller, context, world, samples);
+      core::replay_controller(scenario.controller, core::controller_context(scenario, 0), world, samples);
   if (!options.output.empty()) {
     core::BucketsCsv csv(options.output);
     csv.append(buckets);

@@ -9,7 +9,7 @@
 namespace prefetchlab::core {
 namespace {
 
-constexpr std::array<std::pair<const char*, ExpectedMetric>, 8> kMetrics{{
+constexpr std::array<std::pair<const char*, ExpectedMetric>, 10> kMetrics{{
     {"steady_step_time_ms", ExpectedMetric::kSteadyStepTimeMs},
     {"samples_per_second", ExpectedMetric::kSamplesPerSecond},
     {"tflops_per_gpu", ExpectedMetric::kTflopsPerGpu},
@@ -17,6 +17,8 @@ constexpr std::array<std::pair<const char*, ExpectedMetric>, 8> kMetrics{{
     {"forward_stall_ms", ExpectedMetric::kForwardStallMs},
     {"backward_stall_ms", ExpectedMetric::kBackwardStallMs},
     {"peak_gathered_param_mib", ExpectedMetric::kPeakGatheredParamMib},
+    {"peak_allocated_mib", ExpectedMetric::kPeakAllocatedMib},
+    {"peak_reserved_mib", ExpectedMetric::kPeakReservedMib},
     {"iterations", ExpectedMetric::kIterations},
 }};
 
@@ -30,6 +32,8 @@ double value_of(ExpectedMetric metric, const SummaryStats& s) {
     case ExpectedMetric::kBackwardStallMs: return static_cast<double>(s.mean_backward_stall_ns) / 1e6;
     case ExpectedMetric::kPeakGatheredParamMib:
       return static_cast<double>(s.peak_gathered_param_bytes) / (1024.0 * 1024.0);
+    case ExpectedMetric::kPeakAllocatedMib: return static_cast<double>(s.peak_allocated_bytes) / (1024.0 * 1024.0);
+    case ExpectedMetric::kPeakReservedMib: return static_cast<double>(s.peak_reserved_bytes) / (1024.0 * 1024.0);
     case ExpectedMetric::kIterations: return s.iterations;
   }
   return 0;

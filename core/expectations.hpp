@@ -27,6 +27,8 @@ enum class ExpectedMetric {
   kForwardStallMs,
   kBackwardStallMs,
   kPeakGatheredParamMib,
+  kPeakAllocatedMib,
+  kPeakReservedMib,
   kIterations,
 };
 

@@ -23,10 +23,15 @@
 //
 // Memory budget (memory_budget_bytes > 0; needs the samples column peak_reserved_bytes): a bucket
 // whose iteration peaked above the budget is infeasible (never the answer; no bucket at or above
-// it is probed again) and the search moves down. A bucket is probed only if the line through
-// the recording iteration's peak (no prefetch) and the steepest measured per-element growth
-// predicts it within the budget, a conservative extrapolation because prefetched memory
-// saturates (max_live) as the bucket grows.
+// it is probed again) and the search moves down. Reserved memory never shrinks (the caching
+// allocator keeps what it reserved; nothing calls empty_cache), so one probe over the budget
+// spoils the run for good: a larger bucket is probed only when it is predicted within 95% of
+// the budget from the largest measured bucket below it, growing per element at the steepest of
+// the measured slopes and at least 3 buckets x 2 x the gathered element size (one bucket in
+// use, up to two in flight, each ≈2x while its flat buffer and per-parameter copies coexist,
+// research deepspeed-zero3.md §1.6), plus one 20 MiB segment of allocator rounding (research
+// hardware-and-allocator.md §4.1). Smaller buckets are always allowed. The start bucket is not
+// checked (nothing is measured before it runs): start a budgeted search below the budget.
 //
 // Why it converges fast: one complete iteration measures a bucket fully (no EMA lag, no
 // sampling cadence), the update applies at the very next reset_step, and the pace is unimodal
@@ -86,10 +91,7 @@ class PaceSearchController final : public PrefetchController {
     if (agreed.invalid || agreed.values.size() != 2) return;  // measure the same bucket again
     const double pace = agreed.values[0];
     const double peak = agreed.values[1];
-    if (measured_mode_ != TraceMode::kComplete) {
-      if (measured_mode_ == TraceMode::kRecord) baseline_peak_ = std::max(baseline_peak_.value_or(0.0), peak);
-      return;
-    }
+    if (measured_mode_ != TraceMode::kComplete) return;
     const std::int64_t bucket = bucket_numel();
     const bool feasible = budget() <= 0 || peak <= static_cast<double>(budget());
     points_[bucket] = Point{feasible ? pace : kInf, peak};
@@ -109,6 +111,16 @@ class PaceSearchController final : public PrefetchController {
     double peak = 0;
   };
   static constexpr double kInf = std::numeric_limits<double>::infinity();
+  // Buckets whose gathered memory can be alive at once: the one in use and up to two more in
+  // flight (the host blocks beyond 2 outstanding fetch events, research deepspeed-zero3.md §1.6).
+  static constexpr double kBucketsAlive = 3;
+  // Reserved memory is not linear in the bucket (fragmentation; longer prefetch scans keep more
+  // parameters alive): predictions must land this far under the budget. On
+  // scenarios/gpt2-medium-8-nodes-memory-budget.yaml a 2x step from 8e6 grew reserved memory by
+  // 3x the linear prediction; 5% headroom refuses it.
+  static constexpr double kBudgetHeadroom = 0.05;
+  // The caching allocator's large segment (research hardware-and-allocator.md §4.1).
+  static constexpr double kSegmentSlackBytes = 20.0 * 1024 * 1024;
 
   std::int64_t budget() const { return config().memory_budget_bytes; }
 
@@ -129,12 +141,19 @@ class PaceSearchController final : public PrefetchController {
   // broke the budget, and predicted within it.
   bool probe_allowed(std::int64_t bucket) const {
     if (points_.contains(bucket) || bucket >= lowest_infeasible_) return false;
-    if (budget() <= 0 || !baseline_peak_) return true;
-    double slope = 0;  // bytes per bucket element, the steepest measured
-    for (const auto& [b, point] : points_) {
-      if (b > 0) slope = std::max(slope, (point.peak - *baseline_peak_) / static_cast<double>(b));
+    if (budget() <= 0) return true;
+    const auto below = points_.lower_bound(bucket);
+    if (below == points_.begin()) return true;  // smaller than anything measured
+    const auto& [anchor_bucket, anchor] = *std::prev(below);
+    // Bytes per bucket element, at least kBucketsAlive buckets of 2x the element size.
+    double slope = kBucketsAlive * 2.0 * static_cast<double>(context().param_element_bytes);
+    for (auto it = points_.begin(); it != points_.end() && std::next(it) != points_.end(); ++it) {
+      const auto& [b0, p0] = *it;
+      const auto& [b1, p1] = *std::next(it);
+      slope = std::max(slope, (p1.peak - p0.peak) / static_cast<double>(b1 - b0));
     }
-    return *baseline_peak_ + slope * static_cast<double>(bucket) <= static_cast<double>(budget());
+    const double predicted = anchor.peak + slope * static_cast<double>(bucket - anchor_bucket) + kSegmentSlackBytes;
+    return predicted <= (1.0 - kBudgetHeadroom) * static_cast<double>(budget());
   }
 
   std::int64_t next_bucket() {
@@ -180,7 +199,6 @@ class PaceSearchController final : public PrefetchController {
   int peak_index_ = -1;
   std::map<std::int64_t, Point> points_;
   std::optional<std::int64_t> best_;
-  std::optional<double> baseline_peak_;
   std::int64_t lowest_infeasible_ = std::numeric_limits<std::int64_t>::max();
 };
 

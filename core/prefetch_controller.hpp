@@ -81,6 +81,9 @@ struct ControllerContext {
   std::int64_t initial_bucket_numel = 50'000'000;
   // zero.stage3_max_live_parameters: caps the follow-up's bounds (research §3.4, constructor 2).
   std::int64_t max_live_numel = 1'000'000'000;
+  // Bytes of one gathered parameter element (training.dtype): what a bucket element costs in
+  // device memory, for policies that keep a memory budget.
+  std::int64_t param_element_bytes = 2;
 };
 
 // One rank's view at an update point. Agreement combines these element by element.

@@ -262,4 +262,14 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   return scenario;
 }
 
+ControllerContext controller_context(const Scenario& scenario, int rank) {
+  ControllerContext context;
+  context.rank = rank;
+  context.world_size = static_cast<int>(scenario.cluster.world_size());
+  context.initial_bucket_numel = scenario.zero.effective_prefetch_bucket_numel();
+  context.max_live_numel = scenario.zero.max_live_numel;
+  context.param_element_bytes = dtype_bytes(scenario.training.dtype);
+  return context;
+}
+
 }  // namespace prefetchlab::core

@@ -21,6 +21,7 @@
 #include "expectations.hpp"
 #include "hardware_profile.hpp"
 #include "model_spec.hpp"
+#include "prefetch_controller.hpp"
 #include "zero_config.hpp"
 
 namespace prefetchlab::core {
@@ -118,5 +119,8 @@ std::filesystem::path resolve_bundled_file(const YamlSection& section, std::stri
                                            const std::filesystem::path& bundled_dir,
                                            const std::string& what);
 
+// What a rank's controller is told about the run (core/prefetch_controller.hpp): the starting
+// bucket, max_live and the gathered element size.
+ControllerContext controller_context(const Scenario& scenario, int rank);
 
 }  // namespace prefetchlab::core

@@ -55,12 +55,7 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   if (const auto slow = shared.scenario->noise.slow_ranks.find(rank); slow != shared.scenario->noise.slow_ranks.end()) {
     slow_factor_ = slow->second;
   }
-  core::ControllerContext context;
-  context.rank = rank;
-  context.world_size = static_cast<int>(world_size_);
-  context.initial_bucket_numel = shared.scenario->zero.effective_prefetch_bucket_numel();
-  context.max_live_numel = shared.scenario->zero.max_live_numel;
-  controller_ = core::make_prefetch_controller(shared.scenario->controller, context);
+  controller_ = core::make_prefetch_controller(shared.scenario->controller, core::controller_context(*shared.scenario, rank));
   param_block_.resize(shared.scenario->model.params.size());
   activation_block_.resize(shared.scenario->model.modules.size());
   const std::vector<std::string> columns{core::kHostWaitColumn, core::kHostIntervalColumn,

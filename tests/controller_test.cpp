@@ -474,14 +474,14 @@ TEST(PaceSearch, AgreesOnTheSlowestRankAndRemeasuresAfterAnInvalidIteration) {
   EXPECT_EQ(bucket[5], (std::vector<std::int64_t>{200'000'000, 200'000'000}));
 }
 
-TEST(PaceSearch, MemoryBudgetNeedsPeakColumnAndIsNeverProbedAbove) {
-  auto config = pace_config();
-  config.memory_budget_bytes = 1'100'000'000;
-  auto missing = pc::make_prefetch_controller(config, context());
-  EXPECT_THROW(missing->bind_columns(std::vector<std::string>{"host_wait_ns"}), pc::MissingSampleColumn);
+namespace {
 
-  // Peak = 1e9 + 4 bytes per bucket element; the pace keeps improving as the bucket grows, so
-  // only the budget stops the search: 2.5e7 elements is the most it allows.
+// pace_search with a memory budget over a synthetic job whose pace keeps improving as the bucket
+// grows (so only the budget stops the search) and whose peak reserved memory is `peak(bucket)`.
+std::map<int, std::int64_t> budgeted_search(std::int64_t budget_bytes,
+                                            const std::function<std::int64_t(std::int64_t)>& peak) {
+  auto config = pace_config();
+  config.memory_budget_bytes = budget_bytes;
   auto c = pc::make_prefetch_controller(config, context(12'500'000));
   const std::vector<std::string> columns{"peak_reserved_bytes"};
   c->bind_columns(columns);
@@ -492,15 +492,42 @@ TEST(PaceSearch, MemoryBudgetNeedsPeakColumnAndIsNeverProbedAbove) {
     bucket[i] = c->bucket_numel();
     if (!c->wants_samples()) continue;
     const std::int64_t b = i == 1 ? 0 : bucket[i];  // iteration 1 records: nothing prefetched
-    const std::int64_t peak = 1'000'000'000 + 4 * b;
     c->observe(sample(i, pc::Phase::kForward, 0, 1'000'000'000 / (1 + b / 1'000'000),
-                      {{"peak_reserved_bytes", peak}}));
+                      {{"peak_reserved_bytes", peak(b)}}));
   }
-  for (const auto& [i, b] : bucket) EXPECT_LE(1'000'000'000 + 4 * b, 1'100'000'000) << "iteration " << i;
-  // 1.25e7, 3.125e6 (worse), up to 5e7 is predicted over the budget, refine: 6.25e6 (worse),
-  // 2.5e7 (better, exactly at the budget), then 5e7 still predicted over: held.
-  EXPECT_EQ(bucket[6], 25'000'000);
-  EXPECT_EQ(bucket[12], 25'000'000);
+  return bucket;
+}
+
+}  // namespace
+
+TEST(PaceSearch, MemoryBudgetNeedsPeakColumnAndIsNeverProbedAbove) {
+  auto config = pace_config();
+  config.memory_budget_bytes = 1'100'000'000;
+  auto missing = pc::make_prefetch_controller(config, context());
+  EXPECT_THROW(missing->bind_columns(std::vector<std::string>{"host_wait_ns"}), pc::MissingSampleColumn);
+
+  // Peak = 1e9 + 16 bytes per bucket element, budget 1.5e9; a larger bucket is probed only when
+  // predicted within 95% of the budget (1.425e9) from the largest measured bucket below it, at
+  // the steepest measured slope (16 B/element, above the floor of 3 x 2 x 2 = 12) plus 20 MiB.
+  const auto linear = [](std::int64_t b) { return 1'000'000'000 + 16 * b; };
+  const auto bucket = budgeted_search(1'500'000'000, linear);
+  for (const auto& [i, b] : bucket) EXPECT_LE(linear(b), 1'500'000'000) << "iteration " << i;
+  // 1.25e7 (1.2e9), 3.125e6 (worse), 5e7 predicted 1.8e9: refine 6.25e6 (worse), 2.5e7
+  // predicted 1.2e9 + 16 x 1.25e7 + 20 MiB = 1.421e9 (probed: better), then 5e7 still over.
+  EXPECT_EQ(bucket.at(4), 6'250'000);
+  EXPECT_EQ(bucket.at(5), 25'000'000);
+  EXPECT_EQ(bucket.at(12), 25'000'000);
+}
+
+TEST(PaceSearch, MemoryBudgetAssumesGrowthEvenWhenMeasuredPeaksAreFlat) {
+  // Reserved memory never shrinks, so measured peaks can look flat. The search still charges
+  // 12 bytes per bf16 bucket element (3 buckets alive x 2 copies x 2 bytes): from 1.25e7 at
+  // 1.2e9, 2.5e7 would be predicted at 1.2e9 + 1.5e8 + 20 MiB, over 95% of 1.3e9.
+  const auto bucket = budgeted_search(1'300'000'000, [](std::int64_t) { return std::int64_t{1'200'000'000}; });
+  EXPECT_EQ(bucket.at(12), 12'500'000);
+  // With room for it, the same flat peaks let it grow.
+  const auto roomy = budgeted_search(1'500'000'000, [](std::int64_t) { return std::int64_t{1'200'000'000}; });
+  EXPECT_GT(roomy.at(12), 12'500'000);
 }
 
 // ------------------------------------------------------------------ configuration (controller:)
