@@ -115,9 +115,9 @@ class CsvTable:
                     expected = "an integer" if integer else "a number"
                     raise fail(self.path, f"line {self.lines[r]}, column '{column}': "
                                           f"expected {expected}, got '{row[i]}'") from None
-            if not integer and not math.isfinite(value) and text.lower() not in ("nan", "inf", "-inf"):
+            if not integer and not math.isfinite(value):
                 raise fail(self.path, f"line {self.lines[r]}, column '{column}': "
-                                      f"expected a number, got '{row[i]}'")
+                                      f"expected a finite number, got '{row[i]}'")
             values.append(value)
         if integer and not any_empty:
             return np.array(values, dtype=np.int64)

@@ -10,7 +10,9 @@ plots/sweep.py and plots/validate.py --help).
 
   plots_test.py [--cli PATH/TO/prefetchlab] [unittest arguments, e.g. TimelineTest]
 """
+import contextlib
 import csv
+import io
 import json
 import math
 import os
@@ -53,11 +55,26 @@ def simulate(out, *sets):
 
 
 def script(name, *args):
-    """Runs plots/<name> with this (system) Python; returns the CompletedProcess."""
+    """Runs plots/<name> as a command with this (system) Python; returns the CompletedProcess."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     env.pop("PREFETCHLAB_PLOTS_DEBUG", None)
     return subprocess.run([sys.executable, os.path.join(PLOTS, name), *args],
                           capture_output=True, text=True, env=env)
+
+
+def command(name, *args):
+    """Runs plots/<name>'s command line in this process (its main() through plotlib.run_cli, as
+    the script's __main__ does): the same exit code and output as script(), without starting
+    Python and matplotlib again. Returns an object with returncode, stdout, stderr."""
+    module = {"timeline.py": timeline, "buckets.py": buckets, "memory.py": memory,
+              "sweep.py": sweep, "validate.py": validate, "render_all.py": render_all}[name]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = plotlib.run_cli(module.main, list(args), prog=f"plots/{name}")
+        except SystemExit as e:  # argparse
+            code = e.code
+    return subprocess.CompletedProcess([name, *args], code, out.getvalue(), err.getvalue())
 
 
 def read_rows(path):
@@ -134,8 +151,12 @@ class CommonTest(Case):
         scripts = sorted(f for f in os.listdir(PLOTS) if f.endswith(".py") and f != "plotlib.py")
         self.assertEqual(scripts, ["buckets.py", "memory.py", "render_all.py", "sweep.py",
                                    "timeline.py", "validate.py"])
+        # Started by its #! line, as README shows: the system Python finds Debian's matplotlib.
+        done = subprocess.run([os.path.join(PLOTS, "render_all.py"), "--help"], capture_output=True,
+                              text=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(done.returncode, 0, done.stderr)
         for name in scripts:
-            done = script(name, "--help")
+            done = command(name, "--help")
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertIn(f"usage: plots/{name}", done.stdout)
             self.assertIn("example: plots/" + name, done.stdout)
@@ -152,6 +173,11 @@ class CommonTest(Case):
         table = plotlib.read_csv(path, ("a", "b"))
         self.assertEqual(table.numbers("a", integer=True).tolist(), [1, 3])
         self.assertRaisesInput("t.csv: line 3, column 'b': expected a number, got 'x'", table.numbers, "b")
+        path = self.write(os.path.join(self.tmp, "n.csv"), "a\n1.5\nnan\n")
+        self.assertRaisesInput("n.csv: line 3, column 'a': expected a finite number, got 'nan'",
+                               plotlib.read_csv(path).numbers, "a")
+        self.assertRaisesInput("n.csv: line 2, column 'a': expected an integer, got '1.5'",
+                               plotlib.read_csv(path).numbers, "a", integer=True)
         self.assertRaisesInput("t.csv: missing column 'c' (the header has: a, b)", plotlib.read_csv, path, ("c",))
         self.assertRaisesInput("missing columns 'c', 'd'", plotlib.read_csv, path, ("a", "c", "d"))
         self.assertRaisesInput("nope.csv: not found", plotlib.read_csv, os.path.join(self.tmp, "nope.csv"))
@@ -169,6 +195,13 @@ class CommonTest(Case):
         self.assertEqual(plotlib.format_count(500), "500")
         self.assertEqual(plotlib.format_duration(360), "360 ns")
         self.assertEqual(plotlib.format_duration(3884000), "3.884 ms")
+
+    def test_bad_input_as_a_real_process(self):
+        # The other classes check error messages in-process (command()); here the real thing.
+        missing = os.path.join(self.tmp, "no-such-run")
+        for name in ("timeline.py", "sweep.py"):
+            done = script(name, missing, "-o", os.path.join(self.tmp, "x.png"))
+            self.assertInputError(done, f"{missing}: no such file or folder")
 
     def test_unwritable_output_is_exit_1_without_traceback(self):
         blocker = self.write(os.path.join(self.tmp, "file"), "x")
@@ -275,19 +308,19 @@ class TimelineTest(Case):
 
     def test_bad_input(self):
         empty = self.folder("empty")
-        self.assertInputError(script("timeline.py", empty, "-o", "x.png"), "trace.json: not found")
-        self.assertInputError(script("timeline.py", self.run_dir, "--iteration", "9", "-o", "x.png"),
+        self.assertInputError(command("timeline.py", empty, "-o", "x.png"), "trace.json: not found")
+        self.assertInputError(command("timeline.py", self.run_dir, "--iteration", "9", "-o", "x.png"),
                               "trace.json: has no events of iteration 9 (iterations present: 1..6)")
-        self.assertInputError(script("timeline.py", self.run_dir, "--ranks", "3", "-o", "x.png"),
+        self.assertInputError(command("timeline.py", self.run_dir, "--ranks", "3", "-o", "x.png"),
                               "has no rank 3")
         bad = self.folder("bad")
         text = read_text(os.path.join(self.run_dir, "trace.json"))
         self.write(os.path.join(bad, "trace.json"), text[: len(text) // 2])
-        self.assertInputError(script("timeline.py", bad, "-o", "x.png"), "trace.json: invalid JSON at line")
+        self.assertInputError(command("timeline.py", bad, "-o", "x.png"), "trace.json: invalid JSON at line")
         self.write(os.path.join(bad, "trace.json"), '{"displayTimeUnit": "ns"}')
-        self.assertInputError(script("timeline.py", bad, "-o", "x.png"), "missing key 'traceEvents'")
+        self.assertInputError(command("timeline.py", bad, "-o", "x.png"), "missing key 'traceEvents'")
         self.write(os.path.join(bad, "trace.json"), '{"traceEvents": [{"ph": "X", "pid": 0, "tid": 1}]}')
-        self.assertInputError(script("timeline.py", bad, "-o", "x.png"),
+        self.assertInputError(command("timeline.py", bad, "-o", "x.png"),
                               "event 0 (?): complete event without numeric 'ts' and 'dur'")
 
 
@@ -332,19 +365,19 @@ class BucketsTest(Case):
         self.assertTrue(is_png(out))
         bad = self.folder("bad")
         self.write(os.path.join(bad, "buckets.csv"), "iteration,rank\n1,0\n")
-        self.assertInputError(script("buckets.py", self.static, bad, "-o", out),
+        self.assertInputError(command("buckets.py", self.static, bad, "-o", out),
                               "buckets.csv: missing column 'bucket_numel' (the header has: iteration, rank)")
         self.write(os.path.join(bad, "buckets.csv"), "iteration,rank,bucket_numel\n1,0,1e5\n1,0,1e5\n")
-        self.assertInputError(script("buckets.py", bad, "-o", out),
+        self.assertInputError(command("buckets.py", bad, "-o", out),
                               "buckets.csv: line 3: iteration 1 rank 0 appears twice (also line 2)")
         self.write(os.path.join(bad, "buckets.csv"), "iteration,rank,bucket_numel\none,0,1e5\n")
-        self.assertInputError(script("buckets.py", bad, "-o", out),
+        self.assertInputError(command("buckets.py", bad, "-o", out),
                               "line 2, column 'iteration': expected an integer, got 'one'")
-        self.assertInputError(script("buckets.py", self.folder("none"), "-o", out),
+        self.assertInputError(command("buckets.py", self.folder("none"), "-o", out),
                               "buckets.csv: not found; expected a PrefetchLab run folder with buckets.csv")
         self.write(os.path.join(bad, "buckets.csv"), "iteration,rank,bucket_numel\n1,0,1\n")
         self.write(os.path.join(bad, "summary.json"), "{")
-        self.assertInputError(script("buckets.py", bad, "-o", out), "summary.json: invalid JSON")
+        self.assertInputError(command("buckets.py", bad, "-o", out), "summary.json: invalid JSON")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,15 +420,15 @@ class MemoryTest(Case):
         out = os.path.join(self.tmp, "m.png")
         bad = self.folder("bad")
         self.write(os.path.join(bad, "memory.csv"), "time_ns,rank,allocated_bytes\n0,0,1\n")
-        self.assertInputError(script("memory.py", bad, "-o", out),
+        self.assertInputError(command("memory.py", bad, "-o", out),
                               "memory.csv: missing column 'reserved_bytes'")
         self.write(os.path.join(bad, "memory.csv"),
                    "time_ns,rank,allocated_bytes,reserved_bytes\n5,0,1,2\n3,0,1,2\n")
-        self.assertInputError(script("memory.py", bad, "-o", out),
+        self.assertInputError(command("memory.py", bad, "-o", out),
                               "memory.csv: line 3: time_ns goes backwards for rank 0")
-        self.assertInputError(script("memory.py", self.run_dir, "--ranks", "7", "-o", out),
+        self.assertInputError(command("memory.py", self.run_dir, "--ranks", "7", "-o", out),
                               "memory.csv: has no rank 7 (ranks present: 0, 1)")
-        self.assertInputError(script("memory.py", os.path.join(self.tmp, "missing"), "-o", out),
+        self.assertInputError(command("memory.py", os.path.join(self.tmp, "missing"), "-o", out),
                               "missing: no such file or folder")
 
 
@@ -478,28 +511,28 @@ class SweepTest(Case):
             return self.write(os.path.join(self.tmp, name, "results.csv"), text)
 
         cut = variant("cut", "\n".join(",".join(l.split(",")[:-1]) for l in [header] + rows) + "\n")
-        self.assertInputError(script("sweep.py", cut, "-o", out),
+        self.assertInputError(command("sweep.py", cut, "-o", out),
                               "results.csv: missing column 'final_bucket_numel'")
         nopoint = variant("nopoint", "\n".join(l.split(",", 1)[1] for l in [header] + rows) + "\n")
-        self.assertInputError(script("sweep.py", nopoint, "-o", out),
+        self.assertInputError(command("sweep.py", nopoint, "-o", out),
                               "the first column is 'zero.stage3_prefetch_bucket_size'; expected 'point'")
         twice = variant("twice", "\n".join([header] + rows + [rows[3]]) + "\n")
-        self.assertInputError(script("sweep.py", twice, "-o", out),
+        self.assertInputError(command("sweep.py", twice, "-o", out),
                               "line 18: point 3 appears twice (also line 5)")
         nokeys = variant("nokeys", "\n".join(
             ",".join(f for i, f in enumerate(l.split(",")) if i not in (1, 2, 3)) for l in [header] + rows) + "\n")
-        self.assertInputError(script("sweep.py", nokeys, "-o", out),
+        self.assertInputError(command("sweep.py", nokeys, "-o", out),
                               "no grid-key columns between 'point' and 'status'")
         empty_ok = variant("empty_ok", "\n".join([header, rows[0].replace(",100,", ",,")]) + "\n")
-        self.assertInputError(script("sweep.py", empty_ok, "-o", out),
+        self.assertInputError(command("sweep.py", empty_ok, "-o", out),
                               "line 2, column 'samples_per_second': expected a number, got ''")
-        self.assertInputError(script("sweep.py", self.RESULTS, "--x", "zero.bogus", "-o", out),
+        self.assertInputError(command("sweep.py", self.RESULTS, "--x", "zero.bogus", "-o", out),
                               "--x zero.bogus is not a grid key (grid keys: zero.stage3_prefetch_bucket_size, ")
-        self.assertInputError(script("sweep.py", self.RESULTS, "--metric", "speed", "-o", out),
+        self.assertInputError(command("sweep.py", self.RESULTS, "--metric", "speed", "-o", out),
                               "--metric speed is not a column")
-        self.assertInputError(script("sweep.py", self.RESULTS, "--x", "noise.seed", "--y", "noise.seed",
+        self.assertInputError(command("sweep.py", self.RESULTS, "--x", "noise.seed", "--y", "noise.seed",
                                      "-o", out), "--x and --y are both noise.seed")
-        self.assertInputError(script("sweep.py", self.folder("nosweep"), "-o", out),
+        self.assertInputError(command("sweep.py", self.folder("nosweep"), "-o", out),
                               "results.csv: not found; expected a sweep folder")
 
 
@@ -540,16 +573,16 @@ class ValidateTest(Case):
         self.assertTrue(is_png(out))
         bad = os.path.join(self.tmp, "bad", "validate.csv")
         self.write(bad, "iteration,real_step_time_ns\n1,5\n")
-        self.assertInputError(script("validate.py", bad, "-o", out),
+        self.assertInputError(command("validate.py", bad, "-o", out),
                               "validate.csv: missing column 'simulated_step_time_ns'")
         self.write(bad, "iteration,real_step_time_ns,simulated_step_time_ns,simulated_peak_reserved_bytes\n1,5,5,5\n")
-        self.assertInputError(script("validate.py", bad, "-o", out),
+        self.assertInputError(command("validate.py", bad, "-o", out),
                               "has column 'simulated_peak_reserved_bytes' but no 'real_peak_reserved_bytes'")
         self.write(bad, "iteration,real_step_time_ns,simulated_step_time_ns\n1,5,5\n1,6,6\n")
-        self.assertInputError(script("validate.py", bad, "-o", out),
+        self.assertInputError(command("validate.py", bad, "-o", out),
                               "line 3: iteration 1 appears twice (also line 2)")
         self.write(bad, "iteration,real_step_time_ns,simulated_step_time_ns\n1,5,fast\n")
-        self.assertInputError(script("validate.py", bad, "-o", out),
+        self.assertInputError(command("validate.py", bad, "-o", out),
                               "line 2, column 'simulated_step_time_ns': expected a number, got 'fast'")
 
 
@@ -587,13 +620,13 @@ class RenderAllTest(Case):
         self.assertIn("iteration 6,", fig.axes[0].get_title())
 
     def test_bad_and_missing_input(self):
-        self.assertInputError(script("render_all.py", self.folder("nothing"), "-o", self.tmp),
+        self.assertInputError(command("render_all.py", self.folder("nothing"), "-o", self.tmp),
                               "holds none of trace.json, buckets.csv, memory.csv, results.csv, validate.csv")
         partly = self.folder("partly")
         shutil.copy(os.path.join(self.run_dir, "memory.csv"), partly)
         self.write(os.path.join(partly, "buckets.csv"), "iteration,bucket_numel\n1,5\n")
         out = os.path.join(self.tmp, "partly-figs")
-        done = script("render_all.py", partly, "--dpi", "40", "-o", out)
+        done = command("render_all.py", partly, "--dpi", "40", "-o", out)
         self.assertInputError(done, "buckets.csv: missing column 'rank'")
         self.assertEqual(os.listdir(out), ["memory.png"], "the good file is still rendered")
 
