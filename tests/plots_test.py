@@ -173,11 +173,11 @@ class CommonTest(Case):
         table = plotlib.read_csv(path, ("a", "b"))
         self.assertEqual(table.numbers("a", integer=True).tolist(), [1, 3])
         self.assertRaisesInput("t.csv: line 3, column 'b': expected a number, got 'x'", table.numbers, "b")
-        path = self.write(os.path.join(self.tmp, "n.csv"), "a\n1.5\nnan\n")
+        nan = self.write(os.path.join(self.tmp, "n.csv"), "a\n1.5\nnan\n")
         self.assertRaisesInput("n.csv: line 3, column 'a': expected a finite number, got 'nan'",
-                               plotlib.read_csv(path).numbers, "a")
+                               plotlib.read_csv(nan).numbers, "a")
         self.assertRaisesInput("n.csv: line 2, column 'a': expected an integer, got '1.5'",
-                               plotlib.read_csv(path).numbers, "a", integer=True)
+                               plotlib.read_csv(nan).numbers, "a", integer=True)
         self.assertRaisesInput("t.csv: missing column 'c' (the header has: a, b)", plotlib.read_csv, path, ("c",))
         self.assertRaisesInput("missing columns 'c', 'd'", plotlib.read_csv, path, ("a", "c", "d"))
         self.assertRaisesInput("nope.csv: not found", plotlib.read_csv, os.path.join(self.tmp, "nope.csv"))
