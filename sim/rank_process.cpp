@@ -1,5 +1,9 @@
 #include "rank_process.hpp"
 
+#include "core/fetch_samples.hpp"
+#include "core/host_throttle.hpp"
+#include "core/scenario_coordinator.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <variant>
@@ -7,21 +11,26 @@
 namespace prefetchlab::sim {
 namespace {
 
-// DeepSpeed hard-codes both throttles (research deepspeed-zero3.md §1.1, §1.5 B, §2): when more
-// than this many fetch (reduce) events are outstanding, the host synchronises on the oldest.
-constexpr std::size_t kMaxOngoingFetchEvents = 2;
-constexpr std::size_t kMaxParamReduceEvents = 2;
+// A fetch as core::FetchTiming (device times from the signalled events; 0 when `events` is
+// null, for the host-timer-only per-fetch sample).
+core::FetchTiming timing_of(const RankIteration::Fetch& fetch, const EventTable* events) {
+  core::FetchTiming t;
+  t.phase = fetch.phase == 0 ? core::Phase::kForward : core::Phase::kBackward;
+  if (events) {
+    t.device_start_ns = events->signaled_ns(fetch.start_event);
+    t.device_end_ns = events->signaled_ns(fetch.end_event);
+  }
+  t.host_start_ns = fetch.host_start_ns;
+  t.host_end_ns = fetch.host_end_ns;
+  t.peak_reserved_bytes = fetch.peak_reserved_bytes;
+  return t;
+}
 
-core::CoordinatorConfig coordinator_config(const core::Scenario& scenario,
-                                           const std::vector<bool>& persistent) {
-  core::CoordinatorConfig config;
-  config.prefetch_bucket_numel = scenario.zero.effective_prefetch_bucket_numel();
-  config.max_live_numel = scenario.zero.max_live_numel;
-  config.max_reuse_distance_numel = scenario.zero.max_reuse_distance_numel;
-  config.persistent = persistent;
-  config.world_size = static_cast<int>(scenario.cluster.world_size());
-  config.allgather_sequential = scenario.zero.allgather_sequential;
-  return config;
+std::vector<core::FetchTiming> timings_of(const RankIteration& it, const EventTable* events) {
+  std::vector<core::FetchTiming> timings;
+  timings.reserve(it.fetches.size());
+  for (const auto& fetch : it.fetches) timings.push_back(timing_of(fetch, events));
+  return timings;
 }
 
 StallKind fetch_stall(core::Phase phase) {
@@ -45,10 +54,11 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
       all_gather_stream_(engine, events_, *this, rank, StreamKind::kAllGather),
       reduce_scatter_stream_(engine, events_, *this, rank, StreamKind::kReduceScatter),
       nccl_(engine, events_, *this, rank, StreamKind::kNccl),
-      coordinator_(shared.scenario->model, coordinator_config(*shared.scenario, shared.persistent)),
+      coordinator_(shared.scenario->model, core::coordinator_config_for(*shared.scenario, shared.persistent)),
       world_size_(shared.scenario->cluster.world_size()),
       dtype_bytes_(core::dtype_bytes(shared.scenario->training.dtype)),
       param_resident_bytes_(shared.scenario->model.params.size(), 0),
+      bucket_(shared.scenario->zero.reduce_bucket_numel),
       compute_noise_(shared.scenario->noise.seed, "compute/rank" + std::to_string(rank)),
       host_noise_(shared.scenario->noise.seed, "host/rank" + std::to_string(rank)),
       timer_noise_(shared.scenario->noise.seed, "host_timer/rank" + std::to_string(rank)) {
@@ -58,9 +68,7 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   controller_ = core::make_prefetch_controller(shared.scenario->controller, core::controller_context(*shared.scenario, rank));
   param_block_.resize(shared.scenario->model.params.size());
   activation_block_.resize(shared.scenario->model.modules.size());
-  const std::vector<std::string> columns{core::kHostWaitColumn, core::kHostIntervalColumn,
-                                         core::kPeakReservedColumn};
-  controller_->bind_columns(columns);
+  controller_->bind_columns(core::measured_sample_columns());
   // overlap_comm=false puts DeepSpeed's all-gather and reduce "streams" on the default stream
   // (research §1.12).
   const bool overlap = shared.scenario->zero.overlap_comm;
@@ -248,23 +256,15 @@ std::int64_t RankProcess::issue_collective(Stream& user_stream, const Collective
 void RankProcess::after_fetch(const core::FetchInfo& info) {
   const std::size_t index = current_->fetches.size() - 1;
   if (controller_->decides_per_fetch() && current_->samples_wanted) {
+    // Only this fetch and its previous same-phase one matter: no copy of the whole iteration.
     const RankIteration::Fetch& fetch = current_->fetches[index];
-    const RankIteration::Fetch* previous = nullptr;
     for (std::size_t f = index; f-- > 0;) {
-      if (current_->fetches[f].phase == fetch.phase) {
-        previous = &current_->fetches[f];
-        break;
+      if (current_->fetches[f].phase != fetch.phase) continue;
+      const core::FetchTiming timings[2] = {timing_of(current_->fetches[f], nullptr), timing_of(fetch, nullptr)};
+      if (const auto sample = core::host_sample_at_fetch_end(current_->iteration, rank_, timings, 1)) {
+        if (const auto bucket = controller_->observe(*sample)) coordinator_.set_prefetch_bucket_numel(*bucket);
       }
-    }
-    if (previous) {
-      core::TimingSample sample;
-      sample.iteration = current_->iteration;
-      sample.rank = rank_;
-      sample.phase = fetch.phase == 0 ? core::Phase::kForward : core::Phase::kBackward;
-      sample.extra = {{core::kHostWaitColumn, fetch.host_end_ns - fetch.host_start_ns},
-                      {core::kHostIntervalColumn, fetch.host_end_ns - previous->host_end_ns},
-                      {core::kPeakReservedColumn, fetch.peak_reserved_bytes}};
-      if (const auto bucket = controller_->observe(sample)) coordinator_.set_prefetch_bucket_numel(*bucket);
+      break;
     }
   }
   if (info.trace_invalidated) {
@@ -325,7 +325,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
 
   // End of backward (independent_gradient_partition_epilogue): flush, then the host
   // synchronises the reduce stream (research §2).
-  if (!bucket_params_.empty()) co_await flush_reduce_bucket();
+  if (!bucket_.empty()) co_await flush_reduce_bucket();
   const std::int32_t reduced = record(*reduce_scatter_);
   co_await host_sync(reduced);
   current_->reduce_scatter_done_ns = engine_.now_ns();
@@ -350,49 +350,14 @@ core::Proposal AgreementBoard::agreed(std::int64_t round, core::Agreement agreem
 }
 
 std::vector<core::TimingSample> RankProcess::samples_of(std::int32_t i) const {
-  const RankIteration& it = iteration(i);
-  std::vector<core::TimingSample> samples;
-  samples.reserve(it.fetches.size());
-  // One sample per fetch that has an earlier same-phase fetch on this rank in this iteration:
-  // wait = start->end on the compute stream (device events), interval = previous end->end.
-  const RankIteration::Fetch* previous[2] = {nullptr, nullptr};
-  for (const auto& fetch : it.fetches) {
-    const RankIteration::Fetch*& prev = previous[fetch.phase];
-    if (prev) {
-      core::TimingSample sample;
-      sample.iteration = i;
-      sample.rank = rank_;
-      sample.phase = fetch.phase == 0 ? core::Phase::kForward : core::Phase::kBackward;
-      sample.wait_ns = events_.signaled_ns(fetch.end_event) - events_.signaled_ns(fetch.start_event);
-      sample.interval_ns = events_.signaled_ns(fetch.end_event) - events_.signaled_ns(prev->end_event);
-      // What host perf_counter timers would have read (review defect (b)).
-      sample.extra = {{core::kHostWaitColumn, fetch.host_end_ns - fetch.host_start_ns},
-                      {core::kHostIntervalColumn, fetch.host_end_ns - prev->host_end_ns},
-                      {core::kPeakReservedColumn, fetch.peak_reserved_bytes}};
-      samples.push_back(std::move(sample));
-    }
-    prev = &fetch;
-  }
-  return samples;
+  return core::timing_samples(i, rank_, timings_of(iteration(i), &events_));
 }
 
 // Samples of an iteration go to the controller in fetch order, with each trace invalidation
 // right after its fetch's sample (contract steps 3-4).
 void RankProcess::deliver_samples(std::int32_t i) {
   const RankIteration& it = iteration(i);
-  const std::vector<core::TimingSample> samples = samples_of(i);
-  std::size_t next_sample = 0;
-  const RankIteration::Fetch* seen[2] = {nullptr, nullptr};
-  std::size_t invalidation = 0;
-  for (std::size_t f = 0; f < it.fetches.size(); ++f) {
-    const auto& fetch = it.fetches[f];
-    if (seen[fetch.phase]) controller_->observe(samples[next_sample++]);
-    seen[fetch.phase] = &fetch;
-    while (invalidation < it.invalidated_after.size() && it.invalidated_after[invalidation] == f) {
-      controller_->on_trace_invalidated();
-      ++invalidation;
-    }
-  }
+  core::deliver_samples(*controller_, i, rank_, timings_of(it, &events_), it.invalidated_after);
 }
 
 HostTask RankProcess::update_controller(std::int32_t iteration) {
@@ -525,7 +490,7 @@ HostTask RankProcess::gradients_ready(int module) {
   for (const int p : spec.param_ids) {
     if (--grad_uses_left_[static_cast<std::size_t>(p)] != 0) continue;
     const std::int64_t numel = scenario.model.params[static_cast<std::size_t>(p)].numel;
-    if (!bucket_params_.empty() && bucket_numel_ + numel > scenario.zero.reduce_bucket_numel) {
+    if (bucket_.must_flush_before(numel)) {
       co_await flush_reduce_bucket();
       waited = false;
     }
@@ -543,23 +508,22 @@ HostTask RankProcess::gradients_ready(int module) {
     } else {
       grads_in_bucket_.push_back(*grad);  // reduced from where it lies, freed after the flush
     }
-    bucket_params_.push_back(p);
-    bucket_numel_ += numel;
+    bucket_.add(p, numel);
   }
 }
 
 HostTask RankProcess::flush_reduce_bucket() {
   const core::Scenario& scenario = *shared_.scenario;
   // Host throttle identical to the fetch path (research §2).
-  while (!reduce_events_.empty() && events_.signaled(reduce_events_.front())) reduce_events_.pop_front();
-  if (reduce_events_.size() > kMaxParamReduceEvents) {
-    co_await host_sync_on_comm(reduce_events_.front(), &current_->other_comm_idle_ns);
+  if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
+                                                     [&](std::int32_t e) { return events_.signaled(e); })) {
+    co_await host_sync_on_comm(*oldest, &current_->other_comm_idle_ns);
     reduce_events_.pop_front();
   }
   co_await spend(shared_.compute->collective_launch_ns());
   std::int64_t padded_numel = 0;
   std::int64_t numel = 0;
-  for (const int p : bucket_params_) {
+  for (const int p : bucket_.params()) {
     const std::int64_t n = scenario.model.params[static_cast<std::size_t>(p)].numel;
     numel += n;
     padded_numel += (n + world_size_ - 1) / world_size_ * world_size_;
@@ -567,7 +531,7 @@ HostTask RankProcess::flush_reduce_bucket() {
   const std::int64_t bytes = padded_numel * dtype_bytes_;
   // reduce_scatter_coalesced interleaves the chunks into one flat buffer (skipped for a single
   // divisible tensor), runs one reduce_scatter_tensor, then copies this rank's partition out.
-  if (!(bucket_params_.size() == 1 && padded_numel == numel)) {
+  if (!(bucket_.params().size() == 1 && padded_numel == numel)) {
     launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes), shared_.label_bucket_copy);
   }
   if (world_size_ > 1) {
@@ -578,7 +542,7 @@ HostTask RankProcess::flush_reduce_bucket() {
     call.iteration = current_->iteration;
     call.label = shared_.kind_label[3];
     call.phase = 1;
-    if (shared_.trace->enabled()) call.param_ids = bucket_params_;
+    if (shared_.trace->enabled()) call.param_ids = bucket_.params();
     std::int32_t done = -1;
     issue_collective(*reduce_scatter_, call, done);
     wait(*reduce_scatter_, done);
@@ -595,8 +559,7 @@ HostTask RankProcess::flush_reduce_bucket() {
   reduce_events_.push_back(record(*reduce_scatter_));
   for (const auto grad : grads_in_bucket_) memory_->free_after(grad, *reduce_scatter_, engine_.now_ns());
   grads_in_bucket_.clear();
-  bucket_params_.clear();
-  bucket_numel_ = 0;
+  bucket_.clear();
 }
 
 HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
@@ -642,12 +605,9 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       gather_done_event_[gather_index] = done;
     } else if (const auto* w = std::get_if<core::Wait>(&action)) {
       if (w->context == core::WaitContext::kFetch) {
-        while (!ongoing_fetch_events_.empty() && events_.signaled(ongoing_fetch_events_.front())) {
-          ongoing_fetch_events_.pop_front();
-        }
-        if (ongoing_fetch_events_.size() > kMaxOngoingFetchEvents) {
-          co_await host_sync_on_comm(ongoing_fetch_events_.front(),
-                                     &current_->stall_ns[static_cast<int>(context.phase)]);
+        if (const auto oldest = core::event_to_synchronize(ongoing_fetch_events_, core::kMaxOngoingFetchEvents,
+                                                           [&](std::int32_t e) { return events_.signaled(e); })) {
+          co_await host_sync_on_comm(*oldest, &current_->stall_ns[static_cast<int>(context.phase)]);
           ongoing_fetch_events_.pop_front();
         }
       }

@@ -12,6 +12,7 @@
 #include "core/coordinator.hpp"
 #include "core/prefetch_controller.hpp"
 #include "core/random_stream.hpp"
+#include "core/reduce_bucket.hpp"
 #include "core/scenario.hpp"
 #include "sim/communicator.hpp"
 #include "sim/compute_model.hpp"
@@ -224,8 +225,7 @@ class RankProcess final : public StreamObserver {
   std::deque<std::int32_t> reduce_events_;                  // stage3 param reduce events
   std::int64_t gathered_bytes_ = 0;
   // IPG gradient bucket (one per communication dtype; every parameter here shares one dtype).
-  std::vector<int> bucket_params_;
-  std::int64_t bucket_numel_ = 0;
+  core::ReduceBucket bucket_;
   std::vector<int> grad_uses_left_;
   std::unique_ptr<RankMemory> memory_;
   std::optional<std::string> out_of_memory_;

@@ -5,6 +5,7 @@
 
 #include "core/hardware_derived.hpp"
 #include "core/persistence.hpp"
+#include "core/reduce_bucket.hpp"
 
 namespace prefetchlab::sim {
 
@@ -78,11 +79,10 @@ void World::build_shared_context() {
   shared_.trace = &trace_;
   shared_.persistent = core::persistent_params(model, scenario_.zero.param_persistence_threshold_numel,
                                                scenario_.zero.model_persistence_threshold_numel);
-  shared_.grad_uses.assign(model.params.size(), 0);
+  shared_.grad_uses = core::gradient_uses(model);
   const auto b = scenario_.training.micro_batch;
   const auto s = scenario_.training.seq_len;
   for (const auto& module : model.modules) {
-    for (const int p : module.param_ids) ++shared_.grad_uses[static_cast<std::size_t>(p)];
     shared_.forward_ns.push_back(compute_->module_forward_ns(module, b, s));
     shared_.backward_ns.push_back(compute_->module_backward_ns(module, b, s));
     shared_.activation_bytes.push_back(module.activation_bytes.at(b, s));

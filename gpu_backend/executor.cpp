@@ -1,0 +1,209 @@
+#include "gpu_backend/executor.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "gpu_backend/rank_executor.hpp"
+#include "gpu_backend/seeded_data.hpp"
+
+namespace prefetchlab::gpu {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// What the real backend cannot run yet: said up front instead of running something else.
+void check_supported(const core::Scenario& scenario, const DeviceGroup& group) {
+  auto unsupported = [&](const std::string& what) {
+    throw std::invalid_argument("the real backend does not support " + what + " yet (scenario " + scenario.name + ")");
+  };
+  if (scenario.zero.offload_param.device != core::OffloadDevice::kNone) unsupported("zero.offload_param");
+  if (scenario.zero.offload_optimizer.device != core::OffloadDevice::kNone) unsupported("zero.offload_optimizer");
+  if (scenario.training.activation_checkpointing) unsupported("training.activation_checkpointing");
+  if (!scenario.divergence.empty()) unsupported("divergence");
+  if (scenario.cluster.world_size() != group.world_size()) {
+    throw std::invalid_argument("scenario " + scenario.name + " has " + std::to_string(scenario.cluster.world_size()) +
+                                " ranks but the device group has " + std::to_string(group.world_size()));
+  }
+}
+
+ExecutorGeometry geometry_of(const core::Scenario& scenario) {
+  ExecutorGeometry g;
+  const auto& model = scenario.model;
+  g.tokens = scenario.training.micro_batch * scenario.training.seq_len;
+  g.max_dim = std::max<std::int64_t>(1, model.hidden_size);
+  std::int64_t need = 1;
+  for (const auto& param : model.params) {
+    g.max_dim = std::max({g.max_dim, param.gemm_in, param.gemm_out});
+    if (param.gemm_in <= 0) need = std::max(need, param.numel);  // element-wise gradient operand
+  }
+  need = std::max(need, g.tokens * g.max_dim);
+  for (const auto& module : model.modules) {
+    // The attention GEMMs (rank_executor.cpp, attention_gemms).
+    const std::int64_t k = std::max<std::int64_t>(1, module.forward_flops.per_token_per_position / 4);
+    if (module.forward_flops.per_token_per_position > 0) {
+      need = std::max({need, g.tokens * k, scenario.training.seq_len * k, g.tokens * scenario.training.seq_len});
+    }
+  }
+  g.workspace_numel = need;
+  return g;
+}
+
+// The Metrics aggregation rule (core/metrics.hpp): the maximum over ranks.
+core::IterationRecord combine(std::vector<std::unique_ptr<RankExecutor>>& ranks, std::size_t index) {
+  core::IterationRecord record;
+  bool first = true;
+  for (auto& rank : ranks) {
+    const RankIteration& it = rank->iterations()[index];
+    auto t = [&](EventId e) { return rank->event_ns(e); };
+    auto sum_spans = [&](const std::vector<std::pair<EventId, EventId>>& spans) {
+      std::int64_t total = 0;
+      for (const auto& [a, b] : spans) total += t(b) - t(a);
+      return total;
+    };
+    std::int64_t stall[2] = {0, 0};
+    for (const auto& fetch : it.fetches) stall[static_cast<int>(fetch.phase)] += t(fetch.end_event) - t(fetch.start_event);
+    const std::int64_t start = t(it.start_event);
+    const std::int64_t forward_end = t(it.forward_end_event);
+    const std::int64_t backward_compute_end = t(it.backward_compute_end_event);
+    const std::int64_t backward_end = t(it.backward_end_event);
+    const std::int64_t end = t(it.iteration_end_event);
+    // Exposed communication: compute waiting for parameters, the reduce-scatter tail the
+    // end-of-backward synchronisation waits for, and host blocks on collectives.
+    const std::int64_t exposed = stall[0] + stall[1] + std::max<std::int64_t>(0, backward_end - backward_compute_end) +
+                                 it.host_comm_blocked_ns;
+    record.iteration = it.iteration;
+    record.optimizer_step = it.optimizer_step;
+    record.trace_mode = it.trace_mode;
+    record.start_ns = first ? start : std::min(record.start_ns, start);
+    record.step_time_ns = std::max(record.step_time_ns, end - start);
+    record.forward_ns = std::max(record.forward_ns, forward_end - start);
+    record.backward_ns = std::max(record.backward_ns, backward_end - forward_end);
+    record.optimizer_ns = std::max(record.optimizer_ns, end - backward_end);
+    record.compute_ns = std::max(record.compute_ns, sum_spans(it.compute_spans));
+    record.forward_stall_ns = std::max(record.forward_stall_ns, stall[0]);
+    record.backward_stall_ns = std::max(record.backward_stall_ns, stall[1]);
+    record.exposed_comm_ns = std::max(record.exposed_comm_ns, exposed);
+    record.all_gather_ns = std::max(record.all_gather_ns, sum_spans(it.all_gather_spans));
+    record.reduce_scatter_ns = std::max(record.reduce_scatter_ns, sum_spans(it.reduce_scatter_spans));
+    record.all_gather_count = std::max(record.all_gather_count, it.all_gather_count);
+    record.reduce_scatter_count = std::max(record.reduce_scatter_count, it.reduce_scatter_count);
+    record.gathered_numel = std::max(record.gathered_numel, it.gathered_numel);
+    record.bucket_numel = std::max(record.bucket_numel, it.bucket_numel);
+    record.peak_gathered_param_bytes = std::max(record.peak_gathered_param_bytes, it.peak_gathered_bytes);
+    record.peak_allocated_bytes = std::max(record.peak_allocated_bytes, it.peak_allocated_bytes);
+    record.peak_reserved_bytes = std::max(record.peak_reserved_bytes, it.peak_reserved_bytes);
+    first = false;
+  }
+  return record;
+}
+
+core::RunStatus status_of(FailureKind kind) {
+  switch (kind) {
+    case FailureKind::kOutOfMemory: return core::RunStatus::kOutOfMemory;
+    case FailureKind::kCollectiveMismatch:
+    case FailureKind::kTimeout: return core::RunStatus::kCollectiveMismatch;
+    case FailureKind::kError: return core::RunStatus::kError;
+  }
+  return core::RunStatus::kError;
+}
+
+}  // namespace
+
+Executor::Executor(const core::Scenario& scenario, DeviceGroup& group, ExecutorOptions options)
+    : scenario_(scenario), group_(group), options_(std::move(options)), geometry_(geometry_of(scenario)) {
+  check_supported(scenario, group);
+}
+
+void Executor::load_parameters(const std::vector<std::vector<std::byte>>& full_parameters) {
+  const auto& model = scenario_.model;
+  if (full_parameters.size() != model.params.size()) {
+    throw std::invalid_argument("load_parameters: " + std::to_string(full_parameters.size()) + " tensors for " +
+                                std::to_string(model.params.size()) + " parameters");
+  }
+  const int world = group_.world_size();
+  const std::int64_t bytes = element_bytes(element_type_of(scenario_.training.dtype));
+  staged_shards_.assign(static_cast<std::size_t>(world), {});
+  for (std::size_t p = 0; p < model.params.size(); ++p) {
+    const std::int64_t numel = model.params[p].numel;
+    if (static_cast<std::int64_t>(full_parameters[p].size()) != numel * bytes) {
+      throw std::invalid_argument("load_parameters: " + model.params[p].name + " has the wrong size");
+    }
+    // Rank r's shard: elements [r * part, (r + 1) * part), zero-padded past numel.
+    const std::int64_t part = ceil_div(numel, world);
+    for (int r = 0; r < world; ++r) {
+      auto& shards = staged_shards_[static_cast<std::size_t>(r)];
+      const std::size_t at = shards.size();
+      shards.resize(at + static_cast<std::size_t>(part * bytes), std::byte{0});
+      const std::int64_t begin = std::min(numel, r * part);
+      const std::int64_t end = std::min(numel, (r + 1) * part);
+      std::copy(full_parameters[p].begin() + begin * bytes, full_parameters[p].begin() + end * bytes,
+                shards.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+  }
+}
+
+ExecutorResult Executor::run() {
+  if (staged_shards_.empty()) {
+    load_parameters(seeded_parameters(scenario_.model, element_type_of(scenario_.training.dtype), options_.data_seed));
+  }
+  const int world = group_.world_size();
+  const std::int64_t iterations = options_.iterations.value_or(scenario_.training.iterations);
+  std::vector<std::unique_ptr<RankExecutor>> ranks(static_cast<std::size_t>(world));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      auto& slot = ranks[static_cast<std::size_t>(r)];
+      try {
+        // Built on its own thread: a CUDA device binds its GPU to the thread that uses it.
+        slot = std::make_unique<RankExecutor>(scenario_, group_.device(r), options_, geometry_, iterations,
+                                              std::move(staged_shards_[static_cast<std::size_t>(r)]));
+        slot->run();
+      } catch (const RunAborted&) {
+        // Another rank failed first; its report stands.
+      } catch (const OutOfMemoryFailure& e) {
+        group_.abort(RankFailure{r, e.operation(), e.what(), FailureKind::kOutOfMemory});
+      } catch (const std::exception& e) {
+        group_.abort(RankFailure{r, slot ? slot->current_operation() : std::string("setup"), e.what(), FailureKind::kError});
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  staged_shards_.clear();
+
+  ExecutorResult result;
+  const auto& training = scenario_.training;
+  result.metrics.facts.ranks = world;
+  result.metrics.facts.micro_batch = training.micro_batch;
+  result.metrics.facts.seq_len = training.seq_len;
+  result.metrics.facts.grad_accum = training.grad_accum;
+  result.metrics.facts.model_flops_per_gpu_iteration = 3 * scenario_.model.forward_flops(training.micro_batch, training.seq_len);
+  for (auto& rank : ranks) {
+    if (!rank) continue;
+    result.call_log.insert(result.call_log.end(), rank->call_log().begin(), rank->call_log().end());
+    result.plan_log.push_back(rank->plan_log());
+  }
+  if (const auto failure = group_.failure()) {
+    result.status = status_of(failure->kind);
+    result.message = failure->message();
+    result.failure = failure;
+    return result;
+  }
+  for (std::size_t i = 0; i < static_cast<std::size_t>(iterations); ++i) {
+    result.metrics.iterations.push_back(combine(ranks, i));
+    for (auto& rank : ranks) {
+      const RankIteration& it = rank->iterations()[i];
+      const auto samples = rank->samples_of(it);
+      result.metrics.samples.insert(result.metrics.samples.end(), samples.begin(), samples.end());
+      result.metrics.buckets.push_back({it.iteration, rank->rank(), it.bucket_numel});
+    }
+  }
+  for (auto& rank : ranks) {
+    const auto points = rank->take_memory_points();
+    result.metrics.memory.insert(result.metrics.memory.end(), points.begin(), points.end());
+  }
+  return result;
+}
+
+}  // namespace prefetchlab::gpu

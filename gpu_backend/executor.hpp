@@ -1,0 +1,94 @@
+#pragma once
+// gpu::Executor — runs a scenario's model for N iterations on a DeviceGroup as real work, one
+// host thread per rank, driven by core::Coordinator and the scenario's core controller: the
+// very code the simulator runs (DESIGN.md "The real backend"). Fills the same core::Metrics.
+//
+// Per rank: parameter shards (real numbers) in device memory; the coordinator's plans run as
+// coalesced all-gathers into one flat buffer per bucket on an all-gather stream (through a
+// communication stream, as ProcessGroupNCCL does), copy-out per parameter at the first wait;
+// modules run GEMMs of their real shapes and memory-bound kernels on the compute stream, which
+// waits on the all-gather stream; backward runs data- and weight-gradient GEMMs and reduce-
+// scatters IPG gradient buckets on the reduce stream; releases free gathered memory. Timing
+// comes from device events on the compute stream. The host blocks only where DeepSpeed's does;
+// each block is in the call log with its tag.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/metrics.hpp"
+#include "core/phase.hpp"
+#include "core/scenario.hpp"
+#include "gpu_backend/call_log.hpp"
+#include "gpu_backend/device_group.hpp"
+
+namespace prefetchlab::gpu {
+
+// Reads a rank's device memory for tests and tools (synchronises the device: logged as
+// kInspection). Valid only inside the hook it is passed to.
+class RankInspector {
+ public:
+  virtual ~RankInspector() = default;
+  virtual int rank() const = 0;
+  // The parameter as the module about to run sees it (full numel, gathered); the parameter must
+  // be available (the on_module_ready hook's module's own parameters are).
+  virtual std::vector<std::byte> gathered_parameter(int param) = 0;
+  // This rank's partition of the parameter's reduced (averaged over ranks) gradient,
+  // ceil(numel / world_size) elements (zero-padded past numel).
+  virtual std::vector<std::byte> gradient_partition(int param) = 0;
+};
+
+struct ExecutorOptions {
+  std::optional<std::int64_t> iterations;  // default: the scenario's training.iterations
+  std::uint64_t data_seed = 1;             // parameters, activations, upstream gradients
+  bool record_plans = false;               // fill ExecutorResult::plan_log
+  // Hooks (on the rank's host thread): after a module's fetch (its parameters are available),
+  // and after the end-of-backward synchronisation (gradients reduced into the partitions).
+  std::function<void(RankInspector&, int iteration, int module, core::Phase phase)> on_module_ready;
+  std::function<void(RankInspector&, int iteration)> on_backward_done;
+};
+
+// The workspace every rank computes with (the test rebuilds references from it): activations
+// and upstream gradients are `tokens x max_dim` row-major matrices (the first workspace_numel
+// values of rank_input_values / rank_upstream_gradient_values); a GEMM with in x out weights
+// reads their leading in / out columns.
+struct ExecutorGeometry {
+  std::int64_t tokens = 0;  // micro_batch x seq_len
+  std::int64_t max_dim = 0;
+  std::int64_t workspace_numel = 0;
+};
+
+struct ExecutorResult {
+  core::RunStatus status = core::RunStatus::kOk;
+  std::string message;
+  std::optional<RankFailure> failure;
+  core::Metrics metrics;                      // finished iterations
+  std::vector<CallLogEntry> call_log;         // all ranks, each rank's entries in order
+  std::vector<std::vector<std::string>> plan_log;  // per rank, with record_plans
+};
+
+class Executor {
+ public:
+  // Throws core::InputError-like std::invalid_argument for what the backend cannot run yet.
+  Executor(const core::Scenario& scenario, DeviceGroup& group, ExecutorOptions options = {});
+
+  // The unsharded initial parameters (index = ds_id, bytes in the training dtype). Each rank
+  // copies its shards to its device before this returns; nothing keeps the host copies, so the
+  // caller may overwrite them. Without a call, run() uses seeded_parameters().
+  void load_parameters(const std::vector<std::vector<std::byte>>& full_parameters);
+
+  ExecutorResult run();
+
+  const ExecutorGeometry& geometry() const { return geometry_; }
+
+ private:
+  const core::Scenario& scenario_;
+  DeviceGroup& group_;
+  ExecutorOptions options_;
+  ExecutorGeometry geometry_;
+  std::vector<std::vector<std::byte>> staged_shards_;  // per rank: its shards, flat; until run()
+};
+
+}  // namespace prefetchlab::gpu

@@ -1,0 +1,236 @@
+#include "gpu_backend/host_device.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "gpu_backend/host_kernels.hpp"
+
+namespace prefetchlab::gpu {
+namespace {
+
+constexpr std::uint64_t kPageBytes = 4096;
+
+}  // namespace
+
+HostDeviceMemory::~HostDeviceMemory() { release_deferred(); }
+
+std::optional<core::DeviceAddress> HostDeviceMemory::device_malloc(std::uint64_t size_bytes) {
+  if (used_bytes_ + size_bytes > capacity_bytes_) return std::nullopt;
+  const std::uint64_t rounded = (size_bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
+  void* memory = std::aligned_alloc(kPageBytes, rounded);
+  if (!memory) return std::nullopt;
+  used_bytes_ += size_bytes;
+  return reinterpret_cast<core::DeviceAddress>(memory);
+}
+
+void HostDeviceMemory::device_free(core::DeviceAddress address, std::uint64_t size_bytes) {
+  used_bytes_ -= size_bytes;
+  deferred_.emplace_back(address, size_bytes);
+}
+
+void HostDeviceMemory::release_deferred() {
+  for (const auto& [address, bytes] : deferred_) std::free(reinterpret_cast<void*>(address));
+  deferred_.clear();
+}
+
+HostDevice::HostDevice(int rank, HostDeviceGroup& group, const HostDeviceOptions& options)
+    : rank_(rank), group_(group), memory_(options.capacity_bytes), allocator_(memory_, options.allocator) {
+  if (options.allocator.expandable_segments) {
+    // The allocator maps expandable segments at virtual addresses of its own.
+    throw std::invalid_argument("the host device does not support expandable_segments");
+  }
+}
+
+HostDevice::~HostDevice() {
+  streams_.clear();  // joins the workers before memory goes
+  allocator_.mark_streams_synchronized();
+  allocator_.empty_cache();
+  memory_.release_deferred();
+}
+
+int HostDevice::world_size() const { return group_.world_size(); }
+
+host::StreamWorker& HostDevice::stream(StreamId id) {
+  if (id >= streams_.size()) throw std::out_of_range("no stream " + std::to_string(id) + " on rank " + std::to_string(rank_));
+  return *streams_[id];
+}
+
+StreamId HostDevice::create_stream(std::string_view name) {
+  streams_.push_back(std::make_unique<host::StreamWorker>(rank_, std::string(name), group_.failure_state()));
+  return static_cast<StreamId>(streams_.size() - 1);
+}
+
+EventId HostDevice::record(StreamId id) {
+  group_.failure_state().throw_if_failed();
+  EventId event = 0;
+  {
+    std::lock_guard lock(events_mutex_);
+    event = static_cast<EventId>(events_.size());
+    events_.emplace_back();
+  }
+  stream(id).push("event record", [this, event] {
+    {
+      std::lock_guard lock(events_mutex_);
+      EventState& state = events_[static_cast<std::size_t>(event)];
+      state.time_ns = group_.now_ns();
+      state.done = true;
+    }
+    event_done_.notify_all();
+  });
+  return event;
+}
+
+void HostDevice::wait_for_event(EventId event) {
+  std::unique_lock lock(events_mutex_);
+  if (event < 0 || static_cast<std::size_t>(event) >= events_.size()) {
+    throw std::out_of_range("no event " + std::to_string(event) + " on rank " + std::to_string(rank_));
+  }
+  while (!events_[static_cast<std::size_t>(event)].done) {
+    group_.failure_state().throw_if_failed();
+    event_done_.wait_for(lock, FailureState::kPollInterval);
+  }
+}
+
+void HostDevice::wait(StreamId id, EventId event) {
+  group_.failure_state().throw_if_failed();
+  stream(id).push("wait for event " + std::to_string(event), [this, event] { wait_for_event(event); });
+}
+
+bool HostDevice::query(EventId event) {
+  std::lock_guard lock(events_mutex_);
+  return events_.at(static_cast<std::size_t>(event)).done;
+}
+
+void HostDevice::synchronize(EventId event) { wait_for_event(event); }
+
+void HostDevice::synchronize_all() {
+  std::vector<EventId> ends;
+  for (StreamId id = 0; id < streams_.size(); ++id) ends.push_back(record(id));
+  for (const EventId event : ends) wait_for_event(event);
+}
+
+std::int64_t HostDevice::elapsed_ns(EventId from, EventId to) {
+  std::lock_guard lock(events_mutex_);
+  const EventState& a = events_.at(static_cast<std::size_t>(from));
+  const EventState& b = events_.at(static_cast<std::size_t>(to));
+  if (!a.done || !b.done) throw std::logic_error("elapsed_ns on an event that has not completed");
+  return b.time_ns - a.time_ns;
+}
+
+void HostDevice::note_streams_enqueued() {
+  for (StreamId id = 0; id < streams_.size(); ++id) allocator_.note_enqueued(id, streams_[id]->enqueued());
+}
+
+std::optional<DeviceBuffer> HostDevice::allocate(std::uint64_t bytes, StreamId id) {
+  group_.failure_state().throw_if_failed();
+  stream(id);  // must exist
+  for (StreamId s = 0; s < streams_.size(); ++s) allocator_.note_completed(s, streams_[s]->completed());
+  const std::int64_t syncs_before = allocator_.stats().num_sync_all_streams;
+  core::MallocResult result = allocator_.malloc(bytes, id);
+  if (memory_.has_deferred_frees()) {
+    // The allocator released cached segments. After its out-of-memory retry it assumed every
+    // stream idle (cudaDeviceSynchronize): make that true before the memory goes back and
+    // before anything new can run in the block it returns.
+    if (allocator_.stats().num_sync_all_streams != syncs_before) synchronize_all();
+    memory_.release_deferred();
+  }
+  if (!result) {
+    last_oom_ = result.oom;
+    return std::nullopt;
+  }
+  const core::BlockInfo info = allocator_.info(*result.block);
+  return DeviceBuffer{*result.block, DeviceSpan{info.address, bytes}, id};
+}
+
+void HostDevice::free(const DeviceBuffer& buffer) {
+  note_streams_enqueued();
+  allocator_.free(buffer.block);
+}
+
+void HostDevice::record_stream(const DeviceBuffer& buffer, StreamId id) {
+  stream(id);
+  allocator_.record_stream(buffer.block, id);
+}
+
+void HostDevice::copy_host_to_device(StreamId id, DeviceSpan dst, const void* host) {
+  group_.failure_state().throw_if_failed();
+  stream(id).push("host-to-device copy of " + std::to_string(dst.bytes) + " bytes",
+                  [dst, host] { std::memcpy(host::pointer(dst), host, dst.bytes); });
+}
+
+void HostDevice::copy_device_to_host(StreamId id, void* host, DeviceSpan src) {
+  group_.failure_state().throw_if_failed();
+  stream(id).push("device-to-host copy of " + std::to_string(src.bytes) + " bytes",
+                  [src, host] { std::memcpy(host, host::pointer(src), src.bytes); });
+}
+
+void HostDevice::copy_device_to_device(StreamId id, DeviceSpan dst, DeviceSpan src) {
+  group_.failure_state().throw_if_failed();
+  if (dst.bytes != src.bytes) throw std::invalid_argument("device copy between spans of different sizes");
+  stream(id).push("device copy of " + std::to_string(src.bytes) + " bytes",
+                  [dst, src] { std::memmove(host::pointer(dst), host::pointer(src), src.bytes); });
+}
+
+void HostDevice::enqueue_collective(StreamId id, host::CollectiveCall call) {
+  group_.failure_state().throw_if_failed();
+  call.seq = collective_seq_++;
+  const std::string what = call.describe();
+  stream(id).push(what, [this, call] { group_.rendezvous().run(rank_, call); });
+}
+
+void HostDevice::all_gather(StreamId id, DeviceSpan send, DeviceSpan recv, ElementType type) {
+  if (recv.bytes != send.bytes * static_cast<std::uint64_t>(world_size())) {
+    throw std::invalid_argument("all_gather: the output must hold world_size slots of the input");
+  }
+  enqueue_collective(id, host::CollectiveCall{host::CollectiveKind::kAllGather, send, recv, type, ReduceOp::kSum, 0});
+}
+
+void HostDevice::reduce_scatter(StreamId id, DeviceSpan send, DeviceSpan recv, ElementType type, ReduceOp op) {
+  if (send.bytes != recv.bytes * static_cast<std::uint64_t>(world_size())) {
+    throw std::invalid_argument("reduce_scatter: the input must hold world_size slots of the output");
+  }
+  enqueue_collective(id, host::CollectiveCall{host::CollectiveKind::kReduceScatter, send, recv, type, op, 0});
+}
+
+void HostDevice::all_reduce(StreamId id, DeviceSpan buffer, ElementType type, ReduceOp op) {
+  enqueue_collective(id, host::CollectiveCall{host::CollectiveKind::kAllReduce, buffer, buffer, type, op, 0});
+}
+
+void HostDevice::gemm(StreamId id, const GemmArgs& args) {
+  group_.failure_state().throw_if_failed();
+  stream(id).push("gemm " + std::to_string(args.m) + "x" + std::to_string(args.n) + "x" + std::to_string(args.k),
+                  [args] { host::run_gemm(args); });
+}
+
+void HostDevice::elementwise(StreamId id, const ElementwiseArgs& args) {
+  group_.failure_state().throw_if_failed();
+  stream(id).push("elementwise kernel over " + std::to_string(args.numel) + " elements",
+                  [args] { host::run_elementwise(args); });
+}
+
+void HostDevice::adam(StreamId id, const AdamArgs& args) {
+  group_.failure_state().throw_if_failed();
+  stream(id).push("adam over " + std::to_string(args.numel) + " elements", [args] { host::run_adam(args); });
+}
+
+void HostDevice::zero(StreamId id, DeviceSpan span) {
+  group_.failure_state().throw_if_failed();
+  stream(id).push("memset of " + std::to_string(span.bytes) + " bytes",
+                  [span] { std::memset(host::pointer(span), 0, span.bytes); });
+}
+
+HostDeviceGroup::HostDeviceGroup(const HostDeviceOptions& options)
+    : rendezvous_(options.world_size, options.collective_timeout, failure_), epoch_(std::chrono::steady_clock::now()) {
+  if (options.world_size < 1) throw std::invalid_argument("a device group needs at least one rank");
+  for (int r = 0; r < options.world_size; ++r) devices_.push_back(std::make_unique<HostDevice>(r, *this, options));
+}
+
+HostDeviceGroup::~HostDeviceGroup() = default;
+
+std::int64_t HostDeviceGroup::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count();
+}
+
+}  // namespace prefetchlab::gpu

@@ -1,0 +1,909 @@
+#include "gpu_backend/rank_executor.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <variant>
+
+#include "core/host_throttle.hpp"
+#include "core/persistence.hpp"
+#include "core/scenario_coordinator.hpp"
+#include "gpu_backend/seeded_data.hpp"
+
+namespace prefetchlab::gpu {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::string module_name(const core::ModelSpec& model, int module) {
+  if (module < 0) return "(none)";
+  const std::string& name = model.modules[static_cast<std::size_t>(module)].name;
+  return name.empty() ? std::string("(root)") : name;
+}
+
+}  // namespace
+
+RankExecutor::RankExecutor(const core::Scenario& scenario, Device& device, const ExecutorOptions& options,
+                           const ExecutorGeometry& geometry, std::int64_t iterations, std::vector<std::byte> shards)
+    : scenario_(scenario),
+      model_(scenario.model),
+      device_(device),
+      options_(options),
+      geometry_(geometry),
+      iterations_count_(iterations),
+      rank_(device.rank()),
+      world_size_(device.world_size()),
+      type_(element_type_of(scenario.training.dtype)),
+      element_bytes_(element_bytes(type_)),
+      host_epoch_(std::chrono::steady_clock::now()),
+      coordinator_(scenario.model, core::coordinator_config_for(scenario)),
+      persistent_(core::persistent_params(scenario.model, scenario.zero.param_persistence_threshold_numel,
+                                          scenario.zero.model_persistence_threshold_numel)),
+      staged_shards_(std::move(shards)),
+      bucket_(scenario.zero.reduce_bucket_numel) {
+  core::ControllerContext context;
+  context.rank = rank_;
+  context.world_size = world_size_;
+  context.initial_bucket_numel = scenario.zero.effective_prefetch_bucket_numel();
+  context.max_live_numel = scenario.zero.max_live_numel;
+  controller_ = core::make_prefetch_controller(scenario.controller, context);
+  controller_->bind_columns(core::measured_sample_columns());
+
+  const std::size_t params = model_.params.size();
+  partition_numel_.resize(params);
+  shard_offset_numel_.resize(params);
+  for (std::size_t p = 0; p < params; ++p) {
+    partition_numel_[p] = ceil_div(model_.params[p].numel, world_size_);
+    shard_offset_numel_[p] = shard_numel_;
+    shard_numel_ += partition_numel_[p];
+  }
+  param_span_.resize(params);
+  param_block_.resize(params);
+  param_resident_bytes_.assign(params, 0);
+  grad_uses_ = core::gradient_uses(model_);
+  grad_uses_done_.assign(params, 0);
+  grad_block_.resize(params);
+  activation_block_.resize(model_.modules.size());
+  bucket_offset_numel_.assign(params, -1);
+  in_ipg_.assign(params, false);
+
+  compute_ = device_.create_stream("compute");
+  all_gather_stream_ = device_.create_stream("all_gather");
+  reduce_stream_ = device_.create_stream("reduce_scatter");
+  comm_ = device_.create_stream("communicator");
+  // overlap_comm=false puts DeepSpeed's all-gather and reduce "streams" on the default stream
+  // (research §1.12).
+  all_gather_ = scenario.zero.overlap_comm ? all_gather_stream_ : compute_;
+  reduce_ = scenario.zero.overlap_comm ? reduce_stream_ : compute_;
+}
+
+std::string RankExecutor::current_operation() const {
+  std::ostringstream out;
+  out << doing_;
+  if (doing_module_ >= 0) out << " of module " << module_name(model_, doing_module_);
+  if (current_) out << " in iteration " << current_->iteration;
+  return out.str();
+}
+
+std::int64_t RankExecutor::host_now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - host_epoch_).count();
+}
+
+void RankExecutor::plan_note(std::string entry) {
+  if (options_.record_plans) plan_log_.push_back(std::move(entry));
+}
+
+// --- device helpers ---
+
+DeviceBuffer RankExecutor::allocate(std::int64_t bytes, StreamId stream, const char* what) {
+  const std::int64_t syncs = device_.memory_stats().num_sync_all_streams;
+  std::optional<DeviceBuffer> buffer = device_.allocate(static_cast<std::uint64_t>(bytes), stream);
+  if (device_.memory_stats().num_sync_all_streams != syncs) {
+    // The device waited for every stream before retrying (PyTorch's OOM retry path).
+    call_log_.push_back({rank_, current_ ? current_->iteration : 0, SyncTag::kAllocatorRetry, 0});
+  }
+  if (!buffer) {
+    const auto oom = device_.last_out_of_memory();
+    throw OutOfMemoryFailure(current_operation() + ", allocating " + what,
+                             oom ? oom->message() : std::string("out of memory"));
+  }
+  note_memory();
+  if (current_) {
+    current_->peak_allocated_bytes = std::max(current_->peak_allocated_bytes, device_.memory_stats().allocated_bytes.all.current);
+    current_->peak_reserved_bytes = std::max(current_->peak_reserved_bytes, device_.memory_stats().reserved_bytes.all.current);
+  }
+  return *buffer;
+}
+
+void RankExecutor::free_after(const DeviceBuffer& buffer, StreamId used_on) {
+  if (used_on != buffer.stream) device_.record_stream(buffer, used_on);
+  free(buffer);
+}
+
+void RankExecutor::free(const DeviceBuffer& buffer) {
+  device_.free(buffer);
+  note_memory();
+}
+
+void RankExecutor::note_memory() {
+  if (!scenario_.output.memory_timeline) return;
+  const auto& stats = device_.memory_stats();
+  memory_points_.push_back({host_now_ns(), rank_, stats.allocated_bytes.all.current, stats.reserved_bytes.all.current});
+}
+
+// A collective as ProcessGroupNCCL issues it: the communication stream first waits for the
+// issuing stream's work so far (the copy-in), runs the collective in issue order, then marks
+// completion with an event the user stream can wait on.
+EventId RankExecutor::issue_collective(StreamId user_stream, const std::function<void()>& launch, bool all_gather_kind) {
+  device_.wait(comm_, device_.record(user_stream));
+  const EventId before = device_.record(comm_);
+  launch();
+  const EventId done = device_.record(comm_);
+  if (current_) (all_gather_kind ? current_->all_gather_spans : current_->reduce_scatter_spans).emplace_back(before, done);
+  return done;
+}
+
+void RankExecutor::host_sync(EventId event, SyncTag tag, std::int64_t* blocked_ns) {
+  const std::int64_t start = host_now_ns();
+  device_.synchronize(event);
+  const std::int64_t blocked = host_now_ns() - start;
+  call_log_.push_back({rank_, current_ ? current_->iteration : 0, tag, blocked});
+  if (blocked_ns) *blocked_ns += blocked;
+}
+
+DeviceSpan RankExecutor::shard_span(int param) const {
+  const auto p = static_cast<std::size_t>(param);
+  return shards_->span.sub(static_cast<std::uint64_t>(shard_offset_numel_[p] * element_bytes_),
+                           static_cast<std::uint64_t>(partition_numel_[p] * element_bytes_));
+}
+
+DeviceSpan RankExecutor::param_data(int param) const {
+  const auto& span = param_span_[static_cast<std::size_t>(param)];
+  if (!span) {
+    throw std::logic_error("parameter " + model_.params[static_cast<std::size_t>(param)].name +
+                           " is used but not available on rank " + std::to_string(rank_));
+  }
+  return *span;
+}
+
+DeviceSpan RankExecutor::ws(const DeviceBuffer& buffer, std::int64_t numel) const {
+  return buffer.span.sub(0, static_cast<std::uint64_t>(numel * element_bytes_));
+}
+
+// --- setup ---
+
+// ZeRO-3's resident model states, in the order and sizes sim/rank_process.cpp allocates them
+// (research hardware-and-allocator.md §5.4), then the workspace the real kernels read and write.
+void RankExecutor::allocate_model_states() {
+  shards_ = allocate(shard_numel_ * element_bytes_, compute_, "parameter shards");
+  master_ = allocate(shard_numel_ * 4, compute_, "fp32 master weights");
+  exp_avg_ = allocate(shard_numel_ * 4, compute_, "Adam exp_avg");
+  exp_avg_sq_ = allocate(shard_numel_ * 4, compute_, "Adam exp_avg_sq");
+  grad_partition_ = allocate(shard_numel_ * element_bytes_, compute_, "gradient partition");
+  if (scenario_.zero.contiguous_gradients) {
+    ipg_ = allocate(scenario_.zero.reduce_bucket_numel * element_bytes_, compute_, "IPG reduce bucket");
+  }
+  const std::int64_t ws_bytes = geometry_.workspace_numel * element_bytes_;
+  input_ = allocate(ws_bytes, compute_, "activations workspace");
+  upstream_ = allocate(ws_bytes, compute_, "upstream gradient workspace");
+  scratch_a_ = allocate(ws_bytes, compute_, "kernel output workspace");
+  scratch_b_ = allocate(ws_bytes, compute_, "kernel output workspace");
+}
+
+void RankExecutor::upload_initial_state() {
+  device_.copy_host_to_device(compute_, shards_->span, staged_shards_.data());
+  const std::vector<double> master = decode(type_, staged_shards_);
+  host_master_.assign(master.begin(), master.end());
+  device_.copy_host_to_device(compute_, master_->span, host_master_.data());
+  device_.zero(compute_, exp_avg_->span);
+  device_.zero(compute_, exp_avg_sq_->span);
+  device_.zero(compute_, grad_partition_->span);
+  const auto input = encode(type_, rank_input_values(options_.data_seed, rank_, geometry_.workspace_numel));
+  const auto upstream = encode(type_, rank_upstream_gradient_values(options_.data_seed, rank_, geometry_.workspace_numel));
+  device_.copy_host_to_device(compute_, input_->span, input.data());
+  device_.copy_host_to_device(compute_, upstream_->span, upstream.data());
+  // The streams start from a state every one of them sees.
+  const EventId ready = device_.record(compute_);
+  for (const StreamId s : {all_gather_stream_, reduce_stream_, comm_}) device_.wait(s, ready);
+  host_sync(ready, SyncTag::kSetup);
+  std::vector<std::byte>().swap(staged_shards_);
+  std::vector<float>().swap(host_master_);
+}
+
+void RankExecutor::run() {
+  allocate_model_states();
+  upload_initial_state();
+  base_event_ = device_.record(compute_);
+  iterations_.reserve(static_cast<std::size_t>(iterations_count_));
+  for (int i = 1; i <= iterations_count_; ++i) run_iteration(i);
+  current_ = nullptr;
+  doing_ = "final synchronisation";
+  doing_module_ = -1;
+  for (const StreamId s : {all_gather_stream_, reduce_stream_, comm_}) device_.wait(compute_, device_.record(s));
+  host_sync(device_.record(compute_), SyncTag::kRunEnd);
+}
+
+// --- the iteration ---
+
+void RankExecutor::run_iteration(int iteration) {
+  iterations_.emplace_back();
+  current_ = &iterations_.back();
+  current_->iteration = iteration;
+  current_->optimizer_step = iteration % scenario_.training.grad_accum == 0;
+  current_->start_event = iteration == 1 ? base_event_ : iterations_[iterations_.size() - 2].iteration_end_event;
+  current_->peak_gathered_bytes = gathered_bytes_;
+  device_.reset_peak_memory_stats();
+  current_->peak_allocated_bytes = device_.memory_stats().allocated_bytes.all.current;
+  current_->peak_reserved_bytes = device_.memory_stats().reserved_bytes.all.current;
+  grad_uses_left_ = grad_uses_;
+  std::fill(grad_uses_done_.begin(), grad_uses_done_.end(), 0);
+
+  // Root forward pre-hook: reset_step (research §1.4) — the only place it runs.
+  doing_ = "reset_step";
+  doing_module_ = -1;
+  Context context;
+  execute(coordinator_.reset_step(), context);
+  current_->trace_mode = coordinator_.trace_mode();
+  update_controller(iteration);
+  current_->bucket_numel = coordinator_.prefetch_bucket_numel();
+
+  forward(0);
+  current_->forward_end_event = device_.record(compute_);
+  backward(0);
+  current_->backward_compute_end_event = device_.record(compute_);
+
+  // End of backward (independent_gradient_partition_epilogue): flush, then the host
+  // synchronises the reduce stream (research §2).
+  doing_ = "end of backward";
+  doing_module_ = -1;
+  if (!bucket_.empty()) flush_reduce_bucket();
+  host_sync(device_.record(reduce_), SyncTag::kEndOfBackward);
+  current_->backward_end_event = device_.record(compute_);
+  if (options_.on_backward_done) options_.on_backward_done(*this, iteration);
+
+  if (current_->optimizer_step) {
+    doing_ = "optimizer step";
+    Context optimizer_context;
+    execute(coordinator_.optimizer_step(), optimizer_context);
+  }
+  current_->iteration_end_event = device_.record(compute_);
+}
+
+// Contract of core/prefetch_controller.hpp, steps 1-3, at reset_step.
+void RankExecutor::update_controller(int iteration) {
+  doing_ = "controller update";
+  if (iteration > 1 && !controller_->decides_per_fetch()) {
+    RankIteration& previous = iterations_[static_cast<std::size_t>(iteration - 2)];
+    if (previous.samples_wanted) {
+      // The follow-up reads the previous iteration's compute-stream events (after the last).
+      if (!previous.fetches.empty()) host_sync(previous.fetches.back().end_event, SyncTag::kControllerSamples);
+      std::vector<core::FetchTiming> timings;
+      for (const auto& f : previous.fetches) {
+        timings.push_back({f.phase, event_ns(f.start_event), event_ns(f.end_event), f.host_start_ns, f.host_end_ns,
+                           f.peak_reserved_bytes});
+      }
+      core::deliver_samples(*controller_, iteration - 1, rank_, timings, previous.invalidated_after);
+    }
+  }
+  if (std::optional<core::Proposal> proposal = controller_->begin_iteration(iteration, current_->trace_mode)) {
+    const core::Agreement agreement = controller_->agreement();
+    if (agreement == core::Agreement::kNone || world_size_ == 1) {
+      controller_->apply(*proposal);
+    } else {
+      // {invalid, values...} through a real all-reduce: MAX, or rank 0's values as a SUM in
+      // which every other rank contributes zeros (a broadcast).
+      std::vector<double> payload{proposal->invalid ? 1.0 : 0.0};
+      payload.insert(payload.end(), proposal->values.begin(), proposal->values.end());
+      const bool broadcast = agreement == core::Agreement::kBroadcastRank0;
+      if (broadcast && rank_ != 0) std::fill(payload.begin(), payload.end(), 0.0);
+      const std::vector<double> agreed = agree_on_device(payload, broadcast ? ReduceOp::kSum : ReduceOp::kMax, SyncTag::kAgreement);
+      core::Proposal result;
+      result.invalid = agreed[0] != 0.0;
+      result.values.assign(agreed.begin() + 1, agreed.end());
+      controller_->apply(result);
+    }
+  }
+  coordinator_.set_prefetch_bucket_numel(controller_->bucket_numel());
+  current_->samples_wanted = controller_->wants_samples();
+}
+
+std::vector<double> RankExecutor::agree_on_device(const std::vector<double>& values, ReduceOp op, SyncTag tag) {
+  const auto bytes = static_cast<std::int64_t>(values.size() * sizeof(double));
+  agreement_host_.resize(static_cast<std::size_t>(bytes));
+  std::memcpy(agreement_host_.data(), values.data(), agreement_host_.size());
+  const DeviceBuffer buffer = allocate(bytes, compute_, "an agreement buffer");
+  device_.copy_host_to_device(compute_, buffer.span, agreement_host_.data());
+  const EventId done = issue_collective(compute_, [&] { device_.all_reduce(comm_, buffer.span, ElementType::kFP64, op); }, false);
+  device_.wait(compute_, done);
+  device_.copy_device_to_host(compute_, agreement_host_.data(), buffer.span);
+  std::int64_t blocked = 0;
+  host_sync(device_.record(compute_), tag, &blocked);
+  if (current_) current_->host_comm_blocked_ns += blocked;
+  free_after(buffer, comm_);
+  std::vector<double> out(values.size());
+  std::memcpy(out.data(), agreement_host_.data(), agreement_host_.size());
+  return out;
+}
+
+// A module's fetch hook (fetch_sub_module): the sample window opens at the top of the fetch and
+// closes once compute waits for the all-gather stream (research §3.4).
+void RankExecutor::fetch_hook(int module, core::Phase phase) {
+  doing_ = phase == core::Phase::kForward ? "forward fetch" : "backward fetch";
+  doing_module_ = module;
+  RankIteration::Fetch fetch;
+  fetch.phase = phase;
+  fetch.start_event = device_.record(compute_);
+  fetch.host_start_ns = host_now_ns();
+  current_->fetches.push_back(fetch);
+  Context context{phase, module, current_->fetches.size() - 1};
+  const core::FetchPlan plan = coordinator_.fetch_sub_module(module, phase);
+  execute(plan.plan, context);
+  take_fetch_end_sample(context);
+  after_fetch(plan.info);
+  if (options_.on_module_ready) options_.on_module_ready(*this, current_->iteration, module, phase);
+}
+
+void RankExecutor::take_fetch_end_sample(Context& context) {
+  if (!context.fetch) return;
+  RankIteration::Fetch& fetch = current_->fetches[*context.fetch];
+  fetch.end_event = device_.record(compute_);
+  fetch.host_end_ns = host_now_ns();
+  fetch.peak_reserved_bytes = current_->peak_reserved_bytes;
+  context.fetch.reset();
+}
+
+void RankExecutor::after_fetch(const core::FetchInfo& info) {
+  const std::size_t index = current_->fetches.size() - 1;
+  if (controller_->decides_per_fetch() && current_->samples_wanted) {
+    std::vector<core::FetchTiming> timings;
+    for (const auto& f : current_->fetches) timings.push_back({f.phase, 0, 0, f.host_start_ns, f.host_end_ns, f.peak_reserved_bytes});
+    if (const auto sample = core::host_sample_at_fetch_end(current_->iteration, rank_, timings, index)) {
+      if (const auto bucket = controller_->observe(*sample)) coordinator_.set_prefetch_bucket_numel(*bucket);
+    }
+  }
+  if (info.trace_invalidated) {
+    if (controller_->decides_per_fetch() || !current_->samples_wanted) {
+      controller_->on_trace_invalidated();
+    } else {
+      current_->invalidated_after.push_back(index);  // delivered with the samples
+    }
+  }
+}
+
+void RankExecutor::forward(int module) {
+  fetch_hook(module, core::Phase::kForward);  // forward pre-hook
+  const auto& spec = model_.modules[static_cast<std::size_t>(module)];
+  for (const int child : spec.children) forward(child);
+  doing_ = "forward compute";
+  doing_module_ = module;
+  module_forward_work(module);
+  // What the module saves for backward stays allocated until its backward ran.
+  const std::int64_t saved = spec.activation_bytes.at(scenario_.training.micro_batch, scenario_.training.seq_len);
+  if (saved > 0 && !activation_block_[static_cast<std::size_t>(module)]) {
+    activation_block_[static_cast<std::size_t>(module)] = allocate(saved, compute_, "activations");
+  }
+  doing_ = "forward release";
+  Context release_context{core::Phase::kForward, module, std::nullopt};
+  execute(coordinator_.release_sub_module(module, core::Phase::kForward), release_context);
+}
+
+void RankExecutor::backward(int module) {
+  fetch_hook(module, core::Phase::kBackward);  // pre-backward hook: the output's gradient arrived
+  doing_ = "backward compute";
+  doing_module_ = module;
+  module_backward_work(module);
+  if (auto& saved = activation_block_[static_cast<std::size_t>(module)]) {
+    free(*saved);  // compute stream: reusable by later kernels at once
+    saved.reset();
+  }
+  gradients_ready(module);
+  const auto& spec = model_.modules[static_cast<std::size_t>(module)];
+  for (auto it = spec.children.rbegin(); it != spec.children.rend(); ++it) backward(*it);
+  doing_ = "backward release";
+  doing_module_ = module;
+  Context release_context{core::Phase::kBackward, module, std::nullopt};
+  execute(coordinator_.release_sub_module(module, core::Phase::kBackward), release_context);
+}
+
+// --- module work: GEMMs of the module's real shapes and memory-bound passes ---
+
+void RankExecutor::module_forward_work(int module) {
+  const auto& spec = model_.modules[static_cast<std::size_t>(module)];
+  const EventId before = device_.record(compute_);
+  const std::int64_t tokens = geometry_.tokens;
+  std::int64_t gemm_bytes = 0;
+  for (const int p : spec.param_ids) {
+    const auto& param = model_.params[static_cast<std::size_t>(p)];
+    if (param.gemm_in <= 0) continue;
+    // Y[tokens x out] = X[tokens x in] . W[in x out]
+    GemmArgs g;
+    g.m = tokens, g.n = param.gemm_out, g.k = param.gemm_in;
+    g.a = input_->span, g.lda = geometry_.max_dim;
+    g.b = param_data(p), g.ldb = param.gemm_out;
+    g.c = scratch_a_->span, g.ldc = geometry_.max_dim;
+    g.type = type_;
+    device_.gemm(compute_, g);
+    gemm_bytes += (tokens * param.gemm_in + param.numel + tokens * param.gemm_out) * element_bytes_;
+  }
+  attention_gemms(module, 1);
+  // The rest of the module's memory traffic (norms, activations, residual adds, embedding
+  // lookups, the loss) as one read-and-write pass.
+  const std::int64_t bytes = spec.forward_bytes.at(scenario_.training.micro_batch, scenario_.training.seq_len);
+  memory_pass(std::max<std::int64_t>(0, bytes - gemm_bytes) / (2 * element_bytes_), 1);
+  current_->compute_spans.emplace_back(before, device_.record(compute_));
+}
+
+void RankExecutor::module_backward_work(int module) {
+  const auto& spec = model_.modules[static_cast<std::size_t>(module)];
+  const EventId before = device_.record(compute_);
+  const std::int64_t tokens = geometry_.tokens;
+  std::int64_t gemm_bytes = 0;
+  for (const int p : spec.param_ids) {
+    const auto pi = static_cast<std::size_t>(p);
+    const auto& param = model_.params[pi];
+    // This use's gradient accumulates into the parameter's gradient buffer (a tied weight has
+    // two uses); the buffer lives on the compute stream until it goes into the bucket.
+    const bool first_use = grad_uses_done_[pi]++ == 0;
+    if (first_use) grad_block_[pi] = allocate(param.numel * element_bytes_, compute_, "a gradient");
+    const DeviceSpan grad = grad_block_[pi]->span.sub(0, static_cast<std::uint64_t>(param.numel * element_bytes_));
+    if (param.gemm_in > 0) {
+      // dX[tokens x in] = dY[tokens x out] . W^T
+      GemmArgs dgrad;
+      dgrad.m = tokens, dgrad.n = param.gemm_in, dgrad.k = param.gemm_out;
+      dgrad.a = upstream_->span, dgrad.lda = geometry_.max_dim;
+      dgrad.b = param_data(p), dgrad.ldb = param.gemm_out, dgrad.transpose_b = true;
+      dgrad.c = scratch_a_->span, dgrad.ldc = geometry_.max_dim;
+      dgrad.type = type_;
+      device_.gemm(compute_, dgrad);
+      // dW[in x out] (+)= X^T . dY
+      GemmArgs wgrad;
+      wgrad.m = param.gemm_in, wgrad.n = param.gemm_out, wgrad.k = tokens;
+      wgrad.a = input_->span, wgrad.lda = geometry_.max_dim, wgrad.transpose_a = true;
+      wgrad.b = upstream_->span, wgrad.ldb = geometry_.max_dim;
+      wgrad.c = grad, wgrad.ldc = param.gemm_out;
+      wgrad.beta = first_use ? 0.0f : 1.0f;
+      wgrad.type = type_;
+      device_.gemm(compute_, wgrad);
+      gemm_bytes += 2 * (tokens * param.gemm_in + param.numel + tokens * param.gemm_out) * element_bytes_;
+    } else {
+      // Element-wise parameters (norms, embeddings, biases): grad (+)= W * dY, a memory pass.
+      ElementwiseArgs e;
+      e.numel = param.numel;
+      e.a = param_data(p);
+      e.b = ws(*upstream_, param.numel);
+      e.type = type_;
+      if (first_use) {
+        e.op = ElementwiseOp::kMultiply;
+        e.dst = grad;
+        device_.elementwise(compute_, e);
+      } else {
+        e.op = ElementwiseOp::kMultiply;
+        e.dst = ws(*scratch_b_, param.numel);
+        device_.elementwise(compute_, e);
+        ElementwiseArgs add;
+        add.op = ElementwiseOp::kAxpy;
+        add.numel = param.numel;
+        add.dst = grad;
+        add.a = ws(*scratch_b_, param.numel);
+        add.type = type_;
+        device_.elementwise(compute_, add);
+      }
+      gemm_bytes += 3 * param.numel * element_bytes_;
+    }
+  }
+  attention_gemms(module, 2);
+  const std::int64_t bytes = 2 * spec.forward_bytes.at(scenario_.training.micro_batch, scenario_.training.seq_len);
+  memory_pass(std::max<std::int64_t>(0, bytes - gemm_bytes) / (2 * element_bytes_), 1);
+  current_->compute_spans.emplace_back(before, device_.record(compute_));
+}
+
+// The s^2 part of a module's FLOPs (the attention core: QK^T and AV) as GEMMs of the same FLOP
+// count: scores[b*s x s] = Q[b*s x K] . K^T, then out[b*s x K] = scores . V, K = per-position
+// FLOPs / 4. `passes` = 1 forward, 2 backward.
+void RankExecutor::attention_gemms(int module, int passes) {
+  const auto& spec = model_.modules[static_cast<std::size_t>(module)];
+  const std::int64_t per_position = spec.forward_flops.per_token_per_position;
+  if (per_position <= 0) return;
+  const std::int64_t m = geometry_.tokens;
+  const std::int64_t n = scenario_.training.seq_len;
+  const std::int64_t k = std::max<std::int64_t>(1, per_position / 4);
+  for (int pass = 0; pass < passes; ++pass) {
+    GemmArgs scores;
+    scores.m = m, scores.n = n, scores.k = k;
+    scores.a = input_->span, scores.lda = k;
+    scores.b = upstream_->span, scores.ldb = k, scores.transpose_b = true;
+    scores.c = scratch_a_->span, scores.ldc = n;
+    scores.type = type_;
+    device_.gemm(compute_, scores);
+    GemmArgs out;
+    out.m = m, out.n = k, out.k = n;
+    out.a = scratch_a_->span, out.lda = n;
+    out.b = input_->span, out.ldb = k;
+    out.c = scratch_b_->span, out.ldc = k;
+    out.type = type_;
+    device_.gemm(compute_, out);
+  }
+}
+
+void RankExecutor::memory_pass(std::int64_t numel, int passes) {
+  for (std::int64_t done = 0; done < numel * passes;) {
+    const std::int64_t chunk = std::min(numel * passes - done, geometry_.workspace_numel);
+    ElementwiseArgs e;
+    e.op = ElementwiseOp::kScale;
+    e.numel = chunk;
+    e.a = ws(*input_, chunk);
+    e.dst = ws(*scratch_b_, chunk);
+    e.alpha = 0.5f;
+    e.type = type_;
+    device_.elementwise(compute_, e);
+    done += chunk;
+  }
+}
+
+// --- backward gradients: the IPG bucket and its reduce-scatter (research §2) ---
+
+void RankExecutor::gradients_ready(int module) {
+  const auto& spec = model_.modules[static_cast<std::size_t>(module)];
+  bool waited = false;
+  for (const int p : spec.param_ids) {
+    const auto pi = static_cast<std::size_t>(p);
+    if (--grad_uses_left_[pi] != 0) continue;
+    const std::int64_t numel = model_.params[pi].numel;
+    if (bucket_.must_flush_before(numel)) {
+      flush_reduce_bucket();
+      waited = false;
+    }
+    if (!waited) {  // the reduce stream first waits for the compute stream
+      device_.wait(reduce_, device_.record(compute_));
+      waited = true;
+    }
+    const DeviceBuffer grad = *grad_block_[pi];
+    grad_block_[pi].reset();
+    // Copied into the contiguous bucket when it fits (a gradient larger than the bucket is
+    // reduced from where it lies, as stage3's __add_grad_to_ipg_bucket does); freed once the
+    // reduce stream has read it.
+    in_ipg_[pi] = scenario_.zero.contiguous_gradients && bucket_.numel() + numel <= scenario_.zero.reduce_bucket_numel;
+    if (in_ipg_[pi]) {
+      bucket_offset_numel_[pi] = bucket_.numel();
+      device_.copy_device_to_device(reduce_, ipg_->span.sub(static_cast<std::uint64_t>(bucket_.numel() * element_bytes_),
+                                                            static_cast<std::uint64_t>(numel * element_bytes_)),
+                                    grad.span.sub(0, static_cast<std::uint64_t>(numel * element_bytes_)));
+      free_after(grad, reduce_);
+    } else {
+      bucket_offset_numel_[pi] = static_cast<std::int64_t>(grads_in_bucket_.size());
+      grads_in_bucket_.push_back(grad);  // reduced from where it lies, freed after the flush
+    }
+    bucket_.add(p, numel);
+  }
+}
+
+void RankExecutor::flush_reduce_bucket() {
+  // Host throttle identical to the fetch path (research §2).
+  if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
+                                                     [&](EventId e) { return device_.query(e); })) {
+    host_sync(*oldest, SyncTag::kReduceThrottle, &current_->host_comm_blocked_ns);
+    reduce_events_.pop_front();
+  }
+  // reduce_scatter_coalesced: sorted by ds_id, each gradient padded to a multiple of W and its
+  // W chunks interleaved so rank q's chunk of every gradient is contiguous; divided by W; one
+  // reduce-scatter; this rank's chunks added into the gradient partition.
+  std::vector<int> params = bucket_.params();
+  std::sort(params.begin(), params.end());
+  std::vector<std::int64_t> slot_offset;
+  std::int64_t slot_numel = 0;
+  for (const int p : params) {
+    slot_offset.push_back(slot_numel);
+    slot_numel += partition_numel_[static_cast<std::size_t>(p)];
+  }
+  const std::int64_t padded_numel = slot_numel * world_size_;
+  auto source_of = [&](int p) {
+    const auto pi = static_cast<std::size_t>(p);
+    const auto bytes = static_cast<std::uint64_t>(model_.params[pi].numel * element_bytes_);
+    if (in_ipg_[pi]) {
+      return ipg_->span.sub(static_cast<std::uint64_t>(bucket_offset_numel_[pi] * element_bytes_), bytes);
+    }
+    return grads_in_bucket_[static_cast<std::size_t>(bucket_offset_numel_[pi])].span.sub(0, bytes);
+  };
+  const DeviceBuffer flat = allocate(padded_numel * element_bytes_, reduce_, "a reduce-scatter bucket");
+  device_.zero(reduce_, flat.span);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto pi = static_cast<std::size_t>(params[i]);
+    const std::int64_t numel = model_.params[pi].numel;
+    const std::int64_t part = partition_numel_[pi];
+    const DeviceSpan source = source_of(params[i]);
+    for (int q = 0; q < world_size_; ++q) {
+      const std::int64_t begin = q * part;
+      const std::int64_t length = std::min(part, numel - begin);
+      if (length <= 0) continue;
+      device_.copy_device_to_device(
+          reduce_, flat.span.sub(static_cast<std::uint64_t>((q * slot_numel + slot_offset[i]) * element_bytes_), static_cast<std::uint64_t>(length * element_bytes_)),
+          source.sub(static_cast<std::uint64_t>(begin * element_bytes_), static_cast<std::uint64_t>(length * element_bytes_)));
+    }
+  }
+  ElementwiseArgs divide;
+  divide.op = ElementwiseOp::kScale;
+  divide.numel = padded_numel;
+  divide.a = flat.span;
+  divide.dst = flat.span;
+  divide.alpha = 1.0f / static_cast<float>(world_size_);
+  divide.type = type_;
+  device_.elementwise(reduce_, divide);
+  std::optional<DeviceBuffer> reduced;
+  DeviceSpan mine = flat.span.sub(0, static_cast<std::uint64_t>(slot_numel * element_bytes_));
+  if (world_size_ > 1) {
+    reduced = allocate(slot_numel * element_bytes_, reduce_, "a reduce-scatter output");
+    const EventId done = issue_collective(reduce_, [&] {
+      device_.reduce_scatter(comm_, flat.span, reduced->span, type_, ReduceOp::kSum);
+    }, false);
+    device_.wait(reduce_, done);
+    ++current_->reduce_scatter_count;
+    mine = reduced->span;
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto pi = static_cast<std::size_t>(params[i]);
+    ElementwiseArgs add;
+    add.op = ElementwiseOp::kAxpy;
+    add.numel = partition_numel_[pi];
+    add.dst = grad_partition_->span.sub(static_cast<std::uint64_t>(shard_offset_numel_[pi] * element_bytes_),
+                                        static_cast<std::uint64_t>(partition_numel_[pi] * element_bytes_));
+    add.a = mine.sub(static_cast<std::uint64_t>(slot_offset[i] * element_bytes_), static_cast<std::uint64_t>(partition_numel_[pi] * element_bytes_));
+    add.type = type_;
+    device_.elementwise(reduce_, add);
+  }
+  reduce_events_.push_back(device_.record(reduce_));
+  free_after(flat, comm_);
+  if (reduced) free_after(*reduced, comm_);
+  for (const DeviceBuffer& grad : grads_in_bucket_) free_after(grad, reduce_);
+  grads_in_bucket_.clear();
+  plan_note("reduce_scatter " + std::to_string(bucket_.numel()));
+  bucket_.clear();
+}
+
+// --- plans ---
+
+void RankExecutor::execute(const core::Plan& plan, Context& context) {
+  for (const core::PlanAction& action : plan.actions) {
+    if (const auto* gather = std::get_if<core::Gather>(&action)) {
+      execute_gather(*gather, context);
+    } else if (const auto* wait = std::get_if<core::Wait>(&action)) {
+      execute_wait(*wait, context);
+    } else if (const auto* release = std::get_if<core::Release>(&action)) {
+      std::string note = "release";
+      for (const int p : release->param_ids) {
+        const auto pi = static_cast<std::size_t>(p);
+        gathered_bytes_ -= param_resident_bytes_[pi];
+        param_resident_bytes_[pi] = 0;
+        param_span_[pi].reset();
+        // free_param: recordStream on the compute stream that used it, then drop it.
+        if (auto& block = param_block_[pi]) {
+          free_after(*block, compute_);
+          block.reset();
+        }
+        note += ' ';
+        note += std::to_string(p);
+      }
+      plan_note(std::move(note));
+    } else if (std::holds_alternative<core::ComputeWaitsForAllGather>(action)) {
+      if (all_gather_ != compute_) device_.wait(compute_, device_.record(all_gather_));
+      take_fetch_end_sample(context);
+    } else if (std::holds_alternative<core::PrefetchRound>(action)) {
+      take_fetch_end_sample(context);
+    } else if (const auto* check = std::get_if<core::RankTraceCheck>(&action)) {
+      execute_trace_check(*check);
+    } else if (std::holds_alternative<core::OptimizerUpdate>(action)) {
+      optimizer_update();
+    }
+    // TraceInvalidated needs no device work: the coordinator already appended the drain.
+  }
+}
+
+void RankExecutor::execute_gather(const core::Gather& gather, Context& context) {
+  const auto h = static_cast<std::size_t>(gather.handle_id);
+  if (handles_.size() <= h) handles_.resize(h + 1);
+  HandleMemory& handle = handles_[h];
+  handle.alive = true;
+  handle.params.insert(handle.params.end(), gather.param_ids.begin(), gather.param_ids.end());
+  ++current_->all_gather_count;
+  current_->gathered_numel += gather.numel;
+  std::string note = std::string("gather ") + core::gather_kind_name(gather.kind) + " " + std::to_string(gather.padded_numel);
+  for (const int p : gather.param_ids) {
+    note += ' ';
+    note += std::to_string(p);
+  }
+  plan_note(std::move(note));
+  if (!gather.collective) {
+    // World size 1: the shard is the parameter.
+    for (const int p : gather.param_ids) param_span_[static_cast<std::size_t>(p)] = shard_span(p);
+    return;
+  }
+  handle.collective = true;
+  const auto g = static_cast<std::size_t>(gather.gather_id);
+  if (gathers_.size() <= g) gathers_.resize(g + 1);
+  GatherMemory& memory = gathers_[g];
+  handle.gathers.push_back(gather.gather_id);
+  memory.params = gather.param_ids;
+  for (const int p : gather.param_ids) {
+    memory.slot_offset_numel.push_back(memory.slot_numel);
+    memory.slot_numel += partition_numel_[static_cast<std::size_t>(p)];
+  }
+  const std::int64_t flat_bytes = gather.padded_numel * element_bytes_;
+  gathered_bytes_ += flat_bytes;  // allocated at issue time, on the all-gather stream
+  current_->peak_gathered_bytes = std::max(current_->peak_gathered_bytes, gathered_bytes_);
+  memory.flat = allocate(flat_bytes, all_gather_, "a gathered parameter buffer");
+  // Copy-in: this rank's shards into its slot of the flat buffer, on the all-gather stream.
+  const std::uint64_t slot_bytes = static_cast<std::uint64_t>(memory.slot_numel * element_bytes_);
+  const DeviceSpan my_slot = memory.flat->span.sub(static_cast<std::uint64_t>(rank_) * slot_bytes, slot_bytes);
+  for (std::size_t i = 0; i < memory.params.size(); ++i) {
+    const DeviceSpan shard = shard_span(memory.params[i]);
+    device_.copy_device_to_device(all_gather_, my_slot.sub(static_cast<std::uint64_t>(memory.slot_offset_numel[i] * element_bytes_), shard.bytes), shard);
+  }
+  (void)context;
+  memory.done = issue_collective(all_gather_, [&] { device_.all_gather(comm_, my_slot, memory.flat->span, type_); }, true);
+}
+
+void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {
+  if (wait.context == core::WaitContext::kFetch) {
+    if (const auto oldest = core::event_to_synchronize(ongoing_fetch_events_, core::kMaxOngoingFetchEvents,
+                                                       [&](EventId e) { return device_.query(e); })) {
+      host_sync(*oldest, SyncTag::kFetchThrottle);
+      ongoing_fetch_events_.pop_front();
+    }
+  }
+  plan_note("wait " + std::to_string(wait.param_id) + " handle " + std::to_string(wait.handle_id));
+  // Fetch waits run under the all-gather stream; drains on the current (compute) stream.
+  const StreamId stream = wait.context == core::WaitContext::kDrain ? compute_ : all_gather_;
+  HandleMemory& handle = handles_.at(static_cast<std::size_t>(wait.handle_id));
+  if (wait.first_on_handle && handle.alive && handle.collective) {
+    handle.copy_out_stream = stream;
+    EventId last_done = -1;
+    for (const std::int64_t id : handle.gathers) {
+      GatherMemory& memory = gathers_[static_cast<std::size_t>(id)];
+      device_.wait(stream, memory.done);
+      last_done = memory.done;
+    }
+    // Materialising a coalesced handle copies each parameter out of the flat buffer (the
+    // W chunks of each, concatenated): ~2x the bucket until the flat buffer goes (research
+    // §1.6). A single parameter is a view of its buffer.
+    const bool coalesced = handle.params.size() > 1;
+    for (const std::int64_t id : handle.gathers) {
+      GatherMemory& memory = gathers_[static_cast<std::size_t>(id)];
+      for (std::size_t i = 0; i < memory.params.size(); ++i) {
+        const int p = memory.params[i];
+        const auto pi = static_cast<std::size_t>(p);
+        const std::int64_t numel = model_.params[pi].numel;
+        const std::int64_t part = partition_numel_[pi];
+        if (!coalesced) {
+          param_block_[pi] = memory.flat;  // the buffer is the parameter
+          param_span_[pi] = memory.flat->span.sub(0, static_cast<std::uint64_t>(numel * element_bytes_));
+          param_resident_bytes_[pi] = static_cast<std::int64_t>(memory.flat->span.bytes);
+          memory.flat.reset();
+          continue;
+        }
+        const DeviceBuffer block = allocate(numel * element_bytes_, stream, "a parameter copied out of its bucket");
+        gathered_bytes_ += numel * element_bytes_;
+        current_->peak_gathered_bytes = std::max(current_->peak_gathered_bytes, gathered_bytes_);
+        for (int q = 0; q < world_size_; ++q) {
+          const std::int64_t begin = q * part;
+          const std::int64_t length = std::min(part, numel - begin);
+          if (length <= 0) continue;
+          device_.copy_device_to_device(
+              stream, block.span.sub(static_cast<std::uint64_t>(begin * element_bytes_), static_cast<std::uint64_t>(length * element_bytes_)),
+              memory.flat->span.sub(static_cast<std::uint64_t>((q * memory.slot_numel + memory.slot_offset_numel[i]) * element_bytes_),
+                                    static_cast<std::uint64_t>(length * element_bytes_)));
+        }
+        param_block_[pi] = block;
+        param_span_[pi] = block.span.sub(0, static_cast<std::uint64_t>(numel * element_bytes_));
+        param_resident_bytes_[pi] = numel * element_bytes_;
+      }
+    }
+    if (wait.context == core::WaitContext::kBlocking && last_done >= 0) {
+      host_sync(last_done, SyncTag::kPersistentRegather, &current_->host_comm_blocked_ns);
+    }
+  }
+  if (wait.context == core::WaitContext::kFetch) ongoing_fetch_events_.push_back(device_.record(all_gather_));
+  if (wait.last_on_handle && handle.alive) {
+    // The flat buffers of a coalesced handle go once no registry entry needs them.
+    for (const std::int64_t id : handle.gathers) {
+      GatherMemory& memory = gathers_[static_cast<std::size_t>(id)];
+      if (memory.flat) {
+        gathered_bytes_ -= static_cast<std::int64_t>(memory.flat->span.bytes);
+        free_after(*memory.flat, handle.copy_out_stream);
+      }
+      memory = GatherMemory{};
+    }
+    handle = HandleMemory{};
+  }
+  (void)context;
+}
+
+// assert_ints_same_as_other_ranks (research §1.4): per list, rank 0's length and then its
+// contents are broadcast (a SUM all-reduce to which other ranks contribute zeros) and compared
+// with this rank's own; a difference fails the run naming the rank.
+void RankExecutor::execute_trace_check(const core::RankTraceCheck& check) {
+  if (world_size_ == 1) return;
+  std::vector<std::vector<int>> lists;
+  if (check.lists == 3) {
+    const core::ParameterTrace& trace = coordinator_.parameter_trace();
+    lists = {trace.modules(), trace.param_ids(), trace.param_step_ids()};
+  } else {
+    lists = {coordinator_.recorded_modules()};
+  }
+  static const char* const kNames[] = {"module trace", "parameter trace ids", "parameter trace steps"};
+  for (std::size_t l = 0; l < lists.size(); ++l) {
+    const std::vector<int>& mine = lists[l];
+    const std::vector<double> length = agree_on_device({rank_ == 0 ? static_cast<double>(mine.size()) : 0.0}, ReduceOp::kSum, SyncTag::kTraceCheck);
+    if (static_cast<std::size_t>(length[0]) != mine.size()) {
+      throw std::runtime_error(std::string(kNames[l]) + " has " + std::to_string(mine.size()) +
+                               " entries on rank " + std::to_string(rank_) + " but " +
+                               std::to_string(static_cast<std::size_t>(length[0])) + " on rank 0");
+    }
+    std::vector<double> values(mine.size() + 1, 0.0);  // never empty: NCCL takes no zero-size buffers here
+    if (rank_ == 0) std::copy(mine.begin(), mine.end(), values.begin());
+    const std::vector<double> rank0 = agree_on_device(values, ReduceOp::kSum, SyncTag::kTraceCheck);
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      if (static_cast<int>(rank0[i]) != mine[i]) {
+        throw std::runtime_error(std::string(kNames[l]) + " differs from rank 0's at entry " + std::to_string(i) +
+                                 " on rank " + std::to_string(rank_));
+      }
+    }
+  }
+}
+
+// Inside Coordinator::optimizer_step(): Adam over this rank's partition, then the gradient
+// partition starts over.
+void RankExecutor::optimizer_update() {
+  ++optimizer_steps_;
+  // The reduced gradients were produced on the reduce stream (synchronised at the end of
+  // backward, so already complete); the update runs on the compute stream.
+  AdamArgs adam;
+  adam.params = shards_->span;
+  adam.grads = grad_partition_->span;
+  adam.master = master_->span;
+  adam.exp_avg = exp_avg_->span;
+  adam.exp_avg_sq = exp_avg_sq_->span;
+  adam.numel = shard_numel_;
+  adam.param_type = type_;
+  adam.step = optimizer_steps_;
+  device_.adam(compute_, adam);
+  device_.zero(compute_, grad_partition_->span);
+  // The updated shards are what the next all-gathers copy in, and the reduce stream adds into
+  // the cleared partition: neither may run ahead of the update.
+  const EventId updated = device_.record(compute_);
+  device_.wait(all_gather_, updated);
+  device_.wait(reduce_, updated);
+  plan_note("optimizer_update");
+}
+
+// --- inspection ---
+
+std::vector<std::byte> RankExecutor::gathered_parameter(int param) {
+  const DeviceSpan span = param_data(param);
+  std::vector<std::byte> out(span.bytes);
+  // The data is ready once compute's wait on the all-gather stream is passed.
+  device_.copy_device_to_host(compute_, out.data(), span);
+  host_sync(device_.record(compute_), SyncTag::kInspection);
+  return out;
+}
+
+std::vector<std::byte> RankExecutor::gradient_partition(int param) {
+  const auto pi = static_cast<std::size_t>(param);
+  const DeviceSpan span = grad_partition_->span.sub(static_cast<std::uint64_t>(shard_offset_numel_[pi] * element_bytes_),
+                                                    static_cast<std::uint64_t>(partition_numel_[pi] * element_bytes_));
+  std::vector<std::byte> out(span.bytes);
+  device_.wait(compute_, device_.record(reduce_));
+  device_.copy_device_to_host(compute_, out.data(), span);
+  host_sync(device_.record(compute_), SyncTag::kInspection);
+  return out;
+}
+
+std::vector<core::TimingSample> RankExecutor::samples_of(const RankIteration& it) {
+  std::vector<core::FetchTiming> timings;
+  for (const auto& f : it.fetches) {
+    timings.push_back({f.phase, event_ns(f.start_event), event_ns(f.end_event), f.host_start_ns, f.host_end_ns,
+                       f.peak_reserved_bytes});
+  }
+  return core::timing_samples(it.iteration, rank_, timings);
+}
+
+}  // namespace prefetchlab::gpu
