@@ -4,6 +4,29 @@
 
 namespace prefetchlab::core {
 
+void fold_rank(IterationRecord& record, const RankIterationTimes& rank, bool first_rank) {
+  auto slowest = [](std::int64_t& field, std::int64_t value) { field = std::max(field, value); };
+  record.start_ns = first_rank ? rank.start_ns : std::min(record.start_ns, rank.start_ns);
+  slowest(record.step_time_ns, rank.end_ns - rank.start_ns);
+  slowest(record.forward_ns, rank.forward_end_ns - rank.start_ns);
+  slowest(record.backward_ns, rank.backward_end_ns - rank.forward_end_ns);
+  slowest(record.optimizer_ns, rank.end_ns - rank.backward_end_ns);
+  slowest(record.compute_ns, rank.compute_ns);
+  slowest(record.forward_stall_ns, rank.forward_stall_ns);
+  slowest(record.backward_stall_ns, rank.backward_stall_ns);
+  slowest(record.exposed_comm_ns, rank.exposed_comm_ns);
+  slowest(record.all_gather_ns, rank.all_gather_ns);
+  slowest(record.reduce_scatter_ns, rank.reduce_scatter_ns);
+  slowest(record.all_gather_count, rank.all_gather_count);
+  slowest(record.reduce_scatter_count, rank.reduce_scatter_count);
+  slowest(record.gathered_numel, rank.gathered_numel);
+  slowest(record.bucket_numel, rank.bucket_numel);
+  slowest(record.peak_gathered_param_bytes, rank.peak_gathered_param_bytes);
+  slowest(record.peak_allocated_bytes, rank.peak_allocated_bytes);
+  slowest(record.peak_reserved_bytes, rank.peak_reserved_bytes);
+}
+
+
 namespace {
 constexpr RunStatus kAllStatuses[] = {RunStatus::kOk, RunStatus::kInterrupted,
                                       RunStatus::kCollectiveMismatch, RunStatus::kOutOfMemory,

@@ -52,6 +52,32 @@ struct IterationRecord {
   std::int64_t peak_reserved_bytes = 0;        // caching allocator: bytes held from the device
 };
 
+// One rank's account of an iteration on the run clock. IterationRecord holds, per quantity, the
+// slowest rank's value (the aggregation rule above) and the earliest start.
+struct RankIterationTimes {
+  std::int64_t start_ns = 0;
+  std::int64_t forward_end_ns = 0;
+  std::int64_t backward_end_ns = 0;  // after the end-of-backward synchronisation
+  std::int64_t end_ns = 0;           // after the optimizer step, if any
+  std::int64_t compute_ns = 0;
+  std::int64_t forward_stall_ns = 0;
+  std::int64_t backward_stall_ns = 0;
+  std::int64_t exposed_comm_ns = 0;
+  std::int64_t all_gather_ns = 0;
+  std::int64_t reduce_scatter_ns = 0;
+  std::int64_t all_gather_count = 0;
+  std::int64_t reduce_scatter_count = 0;
+  std::int64_t gathered_numel = 0;
+  std::int64_t bucket_numel = 0;
+  std::int64_t peak_gathered_param_bytes = 0;
+  std::int64_t peak_allocated_bytes = 0;
+  std::int64_t peak_reserved_bytes = 0;
+};
+
+// Folds one rank into `record`; `first_rank` starts a fresh record (iteration, optimizer_step
+// and trace_mode are the caller's to set).
+void fold_rank(IterationRecord& record, const RankIterationTimes& rank, bool first_rank);
+
 // What a controller sees for one fetch: how long compute waited for it and the time since the
 // previous same-phase fetch on that rank in that iteration. Extra named columns (e.g. a policy's
 // own measurements) follow in a fixed order; SamplesCsv declares them up front.

@@ -76,24 +76,25 @@ core::IterationRecord combine(std::vector<std::unique_ptr<RankExecutor>>& ranks,
     record.iteration = it.iteration;
     record.optimizer_step = it.optimizer_step;
     record.trace_mode = it.trace_mode;
-    record.start_ns = first ? start : std::min(record.start_ns, start);
-    record.step_time_ns = std::max(record.step_time_ns, end - start);
-    record.forward_ns = std::max(record.forward_ns, forward_end - start);
-    record.backward_ns = std::max(record.backward_ns, backward_end - forward_end);
-    record.optimizer_ns = std::max(record.optimizer_ns, end - backward_end);
-    record.compute_ns = std::max(record.compute_ns, sum_spans(it.compute_spans));
-    record.forward_stall_ns = std::max(record.forward_stall_ns, stall[0]);
-    record.backward_stall_ns = std::max(record.backward_stall_ns, stall[1]);
-    record.exposed_comm_ns = std::max(record.exposed_comm_ns, exposed);
-    record.all_gather_ns = std::max(record.all_gather_ns, sum_spans(it.all_gather_spans));
-    record.reduce_scatter_ns = std::max(record.reduce_scatter_ns, sum_spans(it.reduce_scatter_spans));
-    record.all_gather_count = std::max(record.all_gather_count, it.all_gather_count);
-    record.reduce_scatter_count = std::max(record.reduce_scatter_count, it.reduce_scatter_count);
-    record.gathered_numel = std::max(record.gathered_numel, it.gathered_numel);
-    record.bucket_numel = std::max(record.bucket_numel, it.bucket_numel);
-    record.peak_gathered_param_bytes = std::max(record.peak_gathered_param_bytes, it.peak_gathered_bytes);
-    record.peak_allocated_bytes = std::max(record.peak_allocated_bytes, it.peak_allocated_bytes);
-    record.peak_reserved_bytes = std::max(record.peak_reserved_bytes, it.peak_reserved_bytes);
+    core::fold_rank(record,
+                    {.start_ns = start,
+                     .forward_end_ns = forward_end,
+                     .backward_end_ns = backward_end,
+                     .end_ns = end,
+                     .compute_ns = sum_spans(it.compute_spans),
+                     .forward_stall_ns = stall[0],
+                     .backward_stall_ns = stall[1],
+                     .exposed_comm_ns = exposed,
+                     .all_gather_ns = sum_spans(it.all_gather_spans),
+                     .reduce_scatter_ns = sum_spans(it.reduce_scatter_spans),
+                     .all_gather_count = it.all_gather_count,
+                     .reduce_scatter_count = it.reduce_scatter_count,
+                     .gathered_numel = it.gathered_numel,
+                     .bucket_numel = it.bucket_numel,
+                     .peak_gathered_param_bytes = it.peak_gathered_bytes,
+                     .peak_allocated_bytes = it.peak_allocated_bytes,
+                     .peak_reserved_bytes = it.peak_reserved_bytes},
+                    first);
     first = false;
   }
   return record;
