@@ -414,9 +414,11 @@ FetchPlan Coordinator::fetch_sub_module(int module, Phase phase) {
 
 // __params_to_release (COMPLETE only), cached on (module, step) for the coordinator's life.
 const std::vector<int>& Coordinator::params_to_release(int module, int step) {
-  const std::uint64_t key =
-      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(module)) << 32) | static_cast<std::uint32_t>(step);
-  if (const auto it = release_cache_.find(key); it != release_cache_.end()) return it->second;
+  const auto step_index = static_cast<std::size_t>(step);
+  if (release_cache_.size() <= step_index) release_cache_.resize(step_index + 1);
+  for (const auto& [cached_module, cached] : release_cache_[step_index]) {
+    if (cached_module == module) return cached;
+  }
   std::vector<int> candidates;
   for (const int p : module_params_[module]) {
     // Not persistent, and no prefetch scan has already passed a later use.
@@ -433,7 +435,7 @@ const std::vector<int>& Coordinator::params_to_release(int module, int step) {
       traversed += param_numel_[p];
     }
   }
-  return release_cache_.emplace(key, std::move(candidates)).first->second;
+  return release_cache_[step_index].emplace_back(module, std::move(candidates)).second;
 }
 
 Plan Coordinator::release_sub_module(int module, Phase /*phase*/) {

@@ -139,9 +139,9 @@ class Coordinator {
   int step_id_ = 0;
   // __params_to_release is functools.lru_cache'd on (module, step_id) and never cleared, not
   // even when the trace is invalidated and re-recorded; kept identical here.
-  // (module, step) -> release candidates; looked up, never iterated, so hashing keeps results
-  // deterministic.
-  std::unordered_map<std::uint64_t, std::vector<int>> release_cache_;
+  // Indexed by step, then a short list of (module, release candidates): a step almost always
+  // has one module, so a lookup is an index and a one-element scan (no hashing).
+  std::vector<std::vector<std::pair<int, std::vector<int>>>> release_cache_;
   std::vector<char> selected_scratch_;  // per-param marks for one prefetch round
   // Reused by every fetch (the queue consumption of step D), so a fetch allocates no scratch.
   std::vector<int> expected_scratch_;
