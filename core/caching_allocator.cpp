@@ -44,10 +44,43 @@ struct CachingAllocator::Segment {
   std::uint64_t held_bytes() const { return expandable ? pages.size() * page_bytes : size; }
 };
 
+namespace {
+
+// An ordered set kept as a sorted vector: the same order and the same lookups as std::set, but
+// no node allocation per insert. A pool caches tens of free blocks, so moving a few elements on
+// insert / erase costs less than a tree node's malloc and pointer chasing.
+template <class Key>
+class FlatSet {
+ public:
+  using const_iterator = typename std::vector<Key>::const_iterator;
+  const_iterator begin() const { return keys_.begin(); }
+  const_iterator end() const { return keys_.end(); }
+  std::size_t size() const { return keys_.size(); }
+  const_iterator lower_bound(const Key& key) const { return std::lower_bound(keys_.begin(), keys_.end(), key); }
+  std::size_t count(const Key& key) const {
+    const auto it = lower_bound(key);
+    return it != keys_.end() && *it == key ? 1 : 0;
+  }
+  void insert(const Key& key) {
+    const auto it = lower_bound(key);
+    if (it == keys_.end() || *it != key) keys_.insert(it, key);
+  }
+  void erase(const_iterator it) { keys_.erase(it); }
+  void erase(const Key& key) {
+    const auto it = lower_bound(key);
+    if (it != keys_.end() && *it == key) keys_.erase(it);
+  }
+
+ private:
+  std::vector<Key> keys_;
+};
+
+}  // namespace
+
 struct CachingAllocator::Pool {
   bool small = false;
-  std::set<SizeKey> blocks;        // cached free (mapped) blocks
-  std::set<AddressKey> unmapped;   // expandable address space without pages
+  FlatSet<SizeKey> blocks;         // cached free (mapped) blocks
+  FlatSet<AddressKey> unmapped;    // expandable address space without pages
   std::uint64_t search_count = 0;  // get_free_block calls, the clock of GC ages
 };
 
@@ -416,14 +449,25 @@ void CachingAllocator::record_stream(BlockHandle handle, StreamId stream) {
 void CachingAllocator::insert_events(std::uint32_t index) {
   Block& b = blocks_[index];
   for (const StreamId stream : b.stream_uses) {
-    events_[stream].push_back(Event{streams_[stream].enqueued, index});
+    StreamState& s = stream_state(stream);
+    s.events.push_back(Event{s.enqueued, index});
     ++b.event_count;
   }
   b.stream_uses.clear();
 }
 
+CachingAllocator::StreamState& CachingAllocator::stream_state(StreamId stream) {
+  auto it = streams_.begin();
+  while (it != streams_.end() && it->id < stream) ++it;
+  if (it == streams_.end() || it->id != stream) {
+    it = streams_.insert(it, StreamState{});
+    it->id = stream;
+  }
+  return *it;
+}
+
 void CachingAllocator::note_enqueued(StreamId stream, StreamPoint point) {
-  StreamState& s = streams_[stream];
+  StreamState& s = stream_state(stream);
   if (point < s.enqueued) throw std::invalid_argument("CachingAllocator: enqueued point went backwards");
   s.enqueued = point;
 }
@@ -431,23 +475,20 @@ void CachingAllocator::note_enqueued(StreamId stream, StreamPoint point) {
 void CachingAllocator::note_completed(StreamId stream, StreamPoint point) {
   // Points below what is already known are not an error: after a synchronisation (empty_cache,
   // the out-of-memory retry) the allocator knows more than the caller has reported.
-  StreamState& s = streams_[stream];
+  StreamState& s = stream_state(stream);
   s.completed = std::max(s.completed, point);
 }
 
 void CachingAllocator::process_events() {
   // Per stream, events complete in the order they were recorded (one FIFO per stream, as in
   // PyTorch, so a slow stream does not hold back the others). Streams in id order.
-  for (auto it = events_.begin(); it != events_.end();) {
-    const auto state = streams_.find(it->first);
-    const StreamPoint completed = state == streams_.end() ? 0 : state->second.completed;
-    auto& queue = it->second;
-    while (!queue.empty() && queue.front().point <= completed) {
+  for (StreamState& s : streams_) {
+    auto& queue = s.events;
+    while (!queue.empty() && queue.front().point <= s.completed) {
       const std::uint32_t index = queue.front().block;
       queue.pop_front();
       if (--blocks_[index].event_count == 0) free_block(index);
     }
-    it = queue.empty() ? events_.erase(it) : std::next(it);
   }
 }
 
@@ -459,13 +500,13 @@ void CachingAllocator::process_events(std::span<const StreamProgress> completed)
 void CachingAllocator::mark_streams_synchronized() {
   // PyTorch's synchronize_and_free_events: every pending event is waited for.
   ++stats_.num_sync_all_streams;
-  for (auto& [stream, state] : streams_) state.completed = std::max(state.completed, state.enqueued);
-  for (auto& [stream, queue] : events_) {
-    for (const Event& e : queue) {
+  for (StreamState& s : streams_) s.completed = std::max(s.completed, s.enqueued);
+  for (StreamState& s : streams_) {
+    for (const Event& e : s.events) {
       if (--blocks_[e.block].event_count == 0) free_block(e.block);
     }
+    s.events.clear();
   }
-  events_.clear();
 }
 
 std::size_t CachingAllocator::pending_free_blocks() const {
@@ -958,7 +999,7 @@ std::vector<std::string> CachingAllocator::check_invariants() const {
       fail("unmapped set lists blocks outside segments");
   }
   std::size_t queued = 0;
-  for (const auto& [stream, queue] : events_) queued += queue.size();
+  for (const StreamState& stream : streams_) queued += stream.events.size();
   if (queued != pending_events) fail("event queues disagree with block event counts");
   auto check = [&](const char* name, const StatArray& stat, std::int64_t Sums::*field) {
     const std::int64_t small = sums[0].*field;

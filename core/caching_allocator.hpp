@@ -171,9 +171,14 @@ class CachingAllocator {
     StreamPoint point;
     std::uint32_t block;
   };
+  // One per stream seen, kept sorted by id (streams are few: a linear scan beats a tree). The
+  // event queue of a stream stays allocated while empty, so a stream whose frees come and go
+  // does not rebuild its queue each time.
   struct StreamState {
+    StreamId id = 0;
     StreamPoint enqueued = 0;
     StreamPoint completed = 0;
+    std::deque<Event> events;  // pending block events, in the order they were recorded
   };
   // (stream, size, address, index): PyTorch's BlockComparatorSize, ties by address.
   using SizeKey = std::tuple<StreamId, std::uint64_t, DeviceAddress, std::uint32_t>;
@@ -233,8 +238,8 @@ class CachingAllocator {
   std::vector<Segment> segments_;
   std::vector<std::uint32_t> free_segment_slots_;
   std::vector<Pool> pools_;  // [0] small, [1] large
-  std::map<StreamId, StreamState> streams_;
-  std::map<StreamId, std::deque<Event>> events_;
+  StreamState& stream_state(StreamId stream);
+  std::vector<StreamState> streams_;  // sorted by id
   DeviceAddress next_virtual_address_;
 };
 

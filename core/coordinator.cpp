@@ -124,8 +124,19 @@ std::int64_t Coordinator::new_handle(std::vector<int> params) {
   const std::int64_t id = next_handle_id_++;
   Handle handle;
   handle.param_ids = std::move(params);
-  handles_.emplace(id, std::move(handle));
+  handles_.push_back(std::move(handle));
   return id;
+}
+
+void Coordinator::erase_handle(std::int64_t id) {
+  Handle& h = handle(id);
+  h.live = false;
+  h.gather_ids = {};
+  h.param_ids = {};
+  while (!handles_.empty() && !handles_.front().live) {
+    handles_.pop_front();
+    ++handles_base_;
+  }
 }
 
 void Coordinator::emit_gather(std::int64_t handle, std::vector<int> params, GatherKind kind,
@@ -141,7 +152,7 @@ void Coordinator::emit_gather(std::int64_t handle, std::vector<int> params, Gath
     gather.padded_numel += padded(param_numel_[p], config_.world_size);
   }
   gather.param_ids = std::move(params);
-  handles_.at(handle).gather_ids.push_back(gather.gather_id);
+  this->handle(handle).gather_ids.push_back(gather.gather_id);
   plan.actions.emplace_back(std::move(gather));
 }
 
@@ -164,34 +175,39 @@ void Coordinator::all_gather(std::vector<int> params, GatherKind kind, Plan& pla
     n_available_numel_ += param_numel_[p];
     state_[p] = ParamState::kInflight;
   }
-  std::vector<std::int64_t> handle_of_param;
+  // Registry entries in parameter order, each counted on its handle.
+  auto register_param = [&](int p, std::int64_t handle_id) {
+    registry_handle_[p] = handle_id;
+    registry_order_.push_back(p);
+    ++handle(handle_id).registry_refs;
+  };
   if (config_.allgather_sequential) {
     for (const int p : params) {
-      const std::int64_t handle = new_handle({p});
-      emit_gather(handle, {p}, kind, plan);
-      handle_of_param.push_back(handle);
+      const std::int64_t handle_id = new_handle({p});
+      emit_gather(handle_id, {p}, kind, plan);
+      register_param(p, handle_id);
     }
-  } else {
-    const std::int64_t handle = new_handle(params);
-    std::vector<DType> order;
-    for (const int p : params) {
-      if (std::find(order.begin(), order.end(), param_dtype_[p]) == order.end()) {
-        order.push_back(param_dtype_[p]);
-      }
-    }
-    for (const DType dtype : order) {
-      std::vector<int> group;
-      for (const int p : params) {
-        if (param_dtype_[p] == dtype) group.push_back(p);
-      }
-      emit_gather(handle, std::move(group), kind, plan);
-    }
-    handle_of_param.assign(params.size(), handle);
+    return;
   }
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    registry_handle_[params[i]] = handle_of_param[i];
-    registry_order_.push_back(params[i]);
-    ++handles_.at(handle_of_param[i]).registry_refs;
+  const std::int64_t handle_id = new_handle(params);
+  for (const int p : params) register_param(p, handle_id);
+  const DType first = param_dtype_[params.front()];
+  if (std::all_of(params.begin(), params.end(), [&](int p) { return param_dtype_[p] == first; })) {
+    emit_gather(handle_id, std::move(params), kind, plan);  // one dtype group: the whole call
+    return;
+  }
+  std::vector<DType> order;
+  for (const int p : params) {
+    if (std::find(order.begin(), order.end(), param_dtype_[p]) == order.end()) {
+      order.push_back(param_dtype_[p]);
+    }
+  }
+  for (const DType dtype : order) {
+    std::vector<int> group;
+    for (const int p : params) {
+      if (param_dtype_[p] == dtype) group.push_back(p);
+    }
+    emit_gather(handle_id, std::move(group), kind, plan);
   }
 }
 
@@ -201,7 +217,7 @@ void Coordinator::pop_and_wait(int param, WaitContext context, Plan& plan) {
   const std::int64_t handle_id = registry_handle_[param];
   registry_handle_[param] = -1;
   registry_order_.erase(std::find(registry_order_.begin(), registry_order_.end(), param));
-  Handle& handle = handles_.at(handle_id);
+  Handle& handle = this->handle(handle_id);
   Wait wait;
   wait.param_id = param;
   wait.handle_id = handle_id;
@@ -215,7 +231,7 @@ void Coordinator::pop_and_wait(int param, WaitContext context, Plan& plan) {
     }
   }
   wait.last_on_handle = --handle.registry_refs == 0;
-  if (wait.last_on_handle) handles_.erase(handle_id);
+  if (wait.last_on_handle) erase_handle(handle_id);
   plan.actions.emplace_back(std::move(wait));
 }
 
@@ -294,6 +310,7 @@ FetchPlan Coordinator::fetch_sub_module(int module, Phase phase) {
   check_module(module);
   FetchPlan out;
   Plan& plan = out.plan;
+  plan.actions.reserve(8);  // a typical fetch: gather, wait, compute wait, round, prefetch
   FetchInfo& info = out.info;
   info.module = module;
   info.phase = phase;
@@ -322,7 +339,9 @@ FetchPlan Coordinator::fetch_sub_module(int module, Phase phase) {
   }
 
   // A. On-demand gather of whatever is not available; not limited by bucket or max_live.
-  all_gather(params, GatherKind::kOnDemand, plan);
+  if (std::any_of(params.begin(), params.end(), [&](int p) { return state_[p] == ParamState::kNotAvailable; })) {
+    all_gather(params, GatherKind::kOnDemand, plan);
+  }
 
   // B. Wait loop: mark the module active on each param; wait on each registered one.
   for (const int p : params) {
@@ -337,11 +356,13 @@ FetchPlan Coordinator::fetch_sub_module(int module, Phase phase) {
   if (mode_ == TraceMode::kComplete) {
     // D. Pop this module's own entries off the queue unless a prefetch scan already passed
     // them ("most recent step fetched for" >= this step).
-    std::vector<int> expected;
+    std::vector<int>& expected = expected_scratch_;
+    expected.clear();
     for (const int p : params) {
       if (most_recent_step_[p] < step_id_) expected.push_back(p);
     }
-    std::vector<int> discarded;
+    std::vector<int>& discarded = discarded_scratch_;
+    discarded.clear();
     const auto& queue = trace_.params();
     while (queue_pos_ < queue.size() && discarded.size() < expected.size()) {
       const ParamInTrace& entry = queue[queue_pos_++];
@@ -393,9 +414,11 @@ FetchPlan Coordinator::fetch_sub_module(int module, Phase phase) {
 
 // __params_to_release (COMPLETE only), cached on (module, step) for the coordinator's life.
 const std::vector<int>& Coordinator::params_to_release(int module, int step) {
-  const std::uint64_t key =
-      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(module)) << 32) | static_cast<std::uint32_t>(step);
-  if (const auto it = release_cache_.find(key); it != release_cache_.end()) return it->second;
+  const auto step_index = static_cast<std::size_t>(step);
+  if (release_cache_.size() <= step_index) release_cache_.resize(step_index + 1);
+  for (const auto& [cached_module, cached] : release_cache_[step_index]) {
+    if (cached_module == module) return cached;
+  }
   std::vector<int> candidates;
   for (const int p : module_params_[module]) {
     // Not persistent, and no prefetch scan has already passed a later use.
@@ -405,13 +428,14 @@ const std::vector<int>& Coordinator::params_to_release(int module, int step) {
   // before each module, so 0 scans nothing).
   std::int64_t traversed = 0;
   for (std::size_t i = static_cast<std::size_t>(step); i < recorded_modules_.size(); ++i) {
-    if (traversed >= config_.max_reuse_distance_numel) break;
+    // Nothing left to keep: scanning further cannot change the result.
+    if (traversed >= config_.max_reuse_distance_numel || candidates.empty()) break;
     for (const int p : module_params_[recorded_modules_[i]]) {
       std::erase(candidates, p);
       traversed += param_numel_[p];
     }
   }
-  return release_cache_.emplace(key, std::move(candidates)).first->second;
+  return release_cache_[step_index].emplace_back(module, std::move(candidates)).second;
 }
 
 Plan Coordinator::release_sub_module(int module, Phase /*phase*/) {
@@ -477,13 +501,13 @@ Plan Coordinator::regather_persistent() {
     Wait wait;
     wait.param_id = -1;
     wait.handle_id = handle_id;
-    wait.gather_ids = handles_.at(handle_id).gather_ids;
+    wait.gather_ids = handle(handle_id).gather_ids;
     wait.context = WaitContext::kBlocking;
     wait.first_on_handle = true;
     wait.last_on_handle = true;
     plan.actions.emplace_back(std::move(wait));
     for (const int p : handle_params) state_[p] = ParamState::kAvailable;
-    handles_.erase(handle_id);
+    erase_handle(handle_id);
   }
   return plan;
 }

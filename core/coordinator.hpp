@@ -14,6 +14,7 @@
 //   optimizer step:        optimizer_step()  (= release_and_reset_all, update, persistent gather)
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <unordered_map>
 #include <set>
@@ -87,6 +88,7 @@ class Coordinator {
     std::vector<int> param_ids;
     int registry_refs = 0;
     bool complete = false;
+    bool live = true;
   };
 
   void invalidate_trace(int module, Plan& plan);
@@ -118,7 +120,12 @@ class Coordinator {
   // In-flight registry: param -> handle, iterated in insertion order (a Python dict).
   std::vector<int> registry_order_;
   std::vector<std::int64_t> registry_handle_;  // -1 when not in the registry
-  std::map<std::int64_t, Handle> handles_;
+  // Live handles by id: ids only grow and a handle lives at most about one iteration, so a
+  // window [handles_base_, handles_base_ + size) replaces a tree (no node per gather).
+  std::deque<Handle> handles_;
+  std::int64_t handles_base_ = 0;
+  Handle& handle(std::int64_t id) { return handles_[static_cast<std::size_t>(id - handles_base_)]; }
+  void erase_handle(std::int64_t id);
   std::int64_t next_handle_id_ = 0;
   std::int64_t next_gather_id_ = 0;
   std::int64_t n_available_numel_ = 0;
@@ -132,10 +139,13 @@ class Coordinator {
   int step_id_ = 0;
   // __params_to_release is functools.lru_cache'd on (module, step_id) and never cleared, not
   // even when the trace is invalidated and re-recorded; kept identical here.
-  // (module, step) -> release candidates; looked up, never iterated, so hashing keeps results
-  // deterministic.
-  std::unordered_map<std::uint64_t, std::vector<int>> release_cache_;
+  // Indexed by step, then a short list of (module, release candidates): a step almost always
+  // has one module, so a lookup is an index and a one-element scan (no hashing).
+  std::vector<std::vector<std::pair<int, std::vector<int>>>> release_cache_;
   std::vector<char> selected_scratch_;  // per-param marks for one prefetch round
+  // Reused by every fetch (the queue consumption of step D), so a fetch allocates no scratch.
+  std::vector<int> expected_scratch_;
+  std::vector<int> discarded_scratch_;
 };
 
 }  // namespace prefetchlab::core

@@ -26,15 +26,16 @@ const CollectiveCall& Communicator::call(int rank, std::int64_t seq) const {
 
 Communicator::Slot& Communicator::slot(std::int64_t seq) {
   while (static_cast<std::int64_t>(slots_.size()) <= seq) {
-    slots_.push_back(Slot{std::vector<Stream*>(static_cast<std::size_t>(ranks_), nullptr), 0, 0});
+    slots_.push_back(Slot{});
+    arrived_.resize(arrived_.size() + static_cast<std::size_t>(ranks_), nullptr);
   }
   return slots_[static_cast<std::size_t>(seq)];
 }
 
 void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
   Slot& s = slot(seq);
-  if (s.arrived[static_cast<std::size_t>(rank)]) throw std::logic_error("rank arrived twice at a collective");
-  s.arrived[static_cast<std::size_t>(rank)] = &stream;
+  if (arrived(seq, rank)) throw std::logic_error("rank arrived twice at a collective");
+  arrived(seq, rank) = &stream;
   if (++s.arrivals < ranks_) return;
 
   // Everyone is here: the calls must be the same collective, or real NCCL would hang (or
@@ -63,7 +64,7 @@ void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
 void Communicator::on_event(std::int64_t seq) {
   Slot& s = slot(seq);
   listener_.on_collective_done(seq, call(0, seq), s.start_ns, engine_.now_ns());
-  for (Stream* stream : s.arrived) stream->collective_done();
+  for (int r = 0; r < ranks_; ++r) arrived(seq, r)->collective_done();
 }
 
 std::vector<int> Communicator::ranks_waiting() const {
@@ -72,7 +73,7 @@ std::vector<int> Communicator::ranks_waiting() const {
     const Slot& s = slots_[seq];
     if (s.arrivals == 0 || s.arrivals == ranks_) continue;
     for (int r = 0; r < ranks_; ++r) {
-      if (s.arrived[static_cast<std::size_t>(r)]) waiting.push_back(r);
+      if (arrived_[seq * static_cast<std::size_t>(ranks_) + static_cast<std::size_t>(r)]) waiting.push_back(r);
     }
     break;
   }

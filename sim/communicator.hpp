@@ -64,11 +64,15 @@ class Communicator final : public EventHandler {
 
  private:
   struct Slot {
-    std::vector<Stream*> arrived;  // per rank; null until it arrives
     int arrivals = 0;
     TimeNs start_ns = 0;
   };
   Slot& slot(std::int64_t seq);
+  // The stream each rank arrived on at collective `seq` (null until it arrives); one flat
+  // array, `ranks_` entries per seq, so a collective allocates no list of its own.
+  Stream*& arrived(std::int64_t seq, int rank) {
+    return arrived_[static_cast<std::size_t>(seq) * static_cast<std::size_t>(ranks_) + static_cast<std::size_t>(rank)];
+  }
 
   EventEngine& engine_;
   const CollectiveCostModel& cost_model_;
@@ -77,6 +81,7 @@ class Communicator final : public EventHandler {
   CollectiveListener& listener_;
   std::vector<std::vector<CollectiveCall>> issued_;  // per rank, in issue order
   std::vector<Slot> slots_;                          // by seq
+  std::vector<Stream*> arrived_;                     // by seq, then rank
   std::optional<CollectiveMismatch> mismatch_;
 };
 

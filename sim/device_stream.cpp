@@ -25,19 +25,34 @@ const char* stream_kind_name(StreamKind kind) {
 }
 
 std::int32_t EventTable::create() {
-  events_.emplace_back();
+  if (count_ == slots_.size()) grow();
+  DeviceEvent& event = slots_[(head_ + count_) & (slots_.size() - 1)];
+  event.signaled_ns = -1;
+  event.notify = nullptr;
+  event.notify_tag = 0;
+  event.waiting_streams.clear();
+  event.waiting_hosts.clear();
+  ++count_;
   return next_id() - 1;
+}
+
+void EventTable::grow() {
+  std::vector<DeviceEvent> bigger(slots_.empty() ? 64 : 2 * slots_.size());  // a power of two
+  for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move(slots_[(head_ + i) & (slots_.size() - 1)]);
+  slots_ = std::move(bigger);
+  head_ = 0;
 }
 
 std::size_t EventTable::index(std::int32_t id) const {
   if (id < base_) throw std::logic_error("device event " + std::to_string(id) + " was already forgotten");
-  return static_cast<std::size_t>(id - base_);
+  return (head_ + static_cast<std::size_t>(id - base_)) & (slots_.size() - 1);
 }
 
 void EventTable::forget_before(std::int32_t id) {
-  while (base_ < id && !events_.empty()) {
-    if (events_.front().signaled_ns < 0) throw std::logic_error("forgetting an unsignalled device event");
-    events_.pop_front();
+  while (base_ < id && count_ > 0) {
+    if (slots_[head_].signaled_ns < 0) throw std::logic_error("forgetting an unsignalled device event");
+    head_ = (head_ + 1) & (slots_.size() - 1);
+    --count_;
     ++base_;
   }
 }

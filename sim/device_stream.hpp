@@ -5,7 +5,6 @@
 // and a collective blocks it until every rank's matching collective has run (Communicator).
 #include <coroutine>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "sim/event_engine.hpp"
@@ -59,11 +58,11 @@ class EventTable {
  public:
   EventTable(EventEngine& engine, CoroutineResumer& resumer) : engine_(engine), resumer_(resumer) {}
   std::int32_t create();
-  std::int32_t next_id() const { return base_ + static_cast<std::int32_t>(events_.size()); }
-  DeviceEvent& at(std::int32_t id) { return events_[index(id)]; }
+  std::int32_t next_id() const { return base_ + static_cast<std::int32_t>(count_); }
+  DeviceEvent& at(std::int32_t id) { return slots_[index(id)]; }
   // Forgotten events were all signalled (forget_before checks it).
-  bool signaled(std::int32_t id) const { return id < base_ || events_[index(id)].signaled_ns >= 0; }
-  TimeNs signaled_ns(std::int32_t id) const { return events_[index(id)].signaled_ns; }
+  bool signaled(std::int32_t id) const { return id < base_ || slots_[index(id)].signaled_ns >= 0; }
+  TimeNs signaled_ns(std::int32_t id) const { return slots_[index(id)].signaled_ns; }
   void signal(std::int32_t id);
   // Drops events with id < `id`; each must already be signalled (std::logic_error otherwise).
   void forget_before(std::int32_t id);
@@ -82,7 +81,13 @@ class EventTable {
   EventEngine& engine_;
   CoroutineResumer& resumer_;
   std::size_t index(std::int32_t id) const;
-  std::deque<DeviceEvent> events_;  // stable addresses; events_[0] has id base_
+  void grow();
+  // A ring of live events (power-of-two size): the oldest, id base_, at slots_[head_]. Slots
+  // are reused as events are forgotten, waiter lists keeping their capacity, so creating an
+  // event allocates nothing in steady state. References stay valid until the next create().
+  std::vector<DeviceEvent> slots_;
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
   std::int32_t base_ = 0;
 };
 

@@ -13,12 +13,12 @@ void EventEngine::schedule_at(TimeNs time_ns, EventHandler& handler, std::int64_
                            std::to_string(now_ns_));
   }
   heap_.push_back(Event{time_ns, next_seq_++, &handler, tag});
-  std::push_heap(heap_.begin(), heap_.end(), later);
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
 }
 
 bool EventEngine::run_one() {
   if (heap_.empty()) return false;
-  std::pop_heap(heap_.begin(), heap_.end(), later);
+  std::pop_heap(heap_.begin(), heap_.end(), Later{});
   const Event event = heap_.back();
   heap_.pop_back();
   now_ns_ = event.time_ns;

@@ -43,9 +43,12 @@ class EventEngine {
     EventHandler* handler;
     std::int64_t tag;
   };
-  static bool later(const Event& a, const Event& b) {
-    return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.seq > b.seq;
-  }
+  // A function object, not a function pointer, so the heap algorithms inline the comparison.
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.seq > b.seq;
+    }
+  };
 
   std::vector<Event> heap_;  // binary min-heap on (time, seq)
   TimeNs now_ns_ = 0;

@@ -68,10 +68,9 @@ void RankMemory::free_after(core::BlockHandle block, const Stream& used_on, Time
   note(now_ns);
 }
 
-std::vector<core::MemoryPoint> RankMemory::take_timeline() {
-  std::vector<core::MemoryPoint> out;
-  out.swap(timeline_);
-  return out;
+void RankMemory::take_timeline(std::vector<core::MemoryPoint>& out) {
+  out.insert(out.end(), timeline_.begin(), timeline_.end());
+  timeline_.clear();
 }
 
 }  // namespace prefetchlab::sim

@@ -35,8 +35,9 @@ class RankMemory {
   const std::optional<core::OutOfMemory>& oom() const { return oom_; }
   const core::CachingAllocator& allocator() const { return allocator_; }
 
-  // Timeline points recorded since the last call (memory.csv), in time order.
-  std::vector<core::MemoryPoint> take_timeline();
+  // Appends the timeline points recorded since the last call (memory.csv), in time order, to
+  // `out`; the internal buffer keeps its capacity for the next iteration.
+  void take_timeline(std::vector<core::MemoryPoint>& out);
 
  private:
   static core::StreamId id_of(StreamKind kind);

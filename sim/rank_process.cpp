@@ -308,6 +308,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   current_->iteration = iteration;
   current_->optimizer_step = iteration % scenario.training.grad_accum == 0;
   current_->peak_gathered_bytes = gathered_bytes_;
+  current_->fetches.reserve(fetches_per_iteration_);  // iterations fetch alike: no regrowth
   grad_uses_left_ = shared_.grad_uses;
   const TimeNs host_start = engine_.now_ns();
 
@@ -336,6 +337,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
     co_await execute(coordinator_.optimizer_step(), optimizer_context);
   }
   current_->iteration_end_event = record(compute_, &iteration_done_, iteration_done_base_ + iteration);
+  fetches_per_iteration_ = current_->fetches.size();
   host_span(shared_.label_iteration, host_start);
 }
 

@@ -127,7 +127,7 @@ class RankProcess final : public StreamObserver {
   void forget_before_iteration(std::int32_t i);
   const EventTable& events() const { return events_; }
   const RankMemory& memory() const { return *memory_; }
-  std::vector<core::MemoryPoint> take_memory_timeline() { return memory_->take_timeline(); }
+  void take_memory_timeline(std::vector<core::MemoryPoint>& out) { memory_->take_timeline(out); }
   // Set when an allocation failed on this rank: where and what (the run then stops, exit 4).
   const std::optional<std::string>& out_of_memory() const { return out_of_memory_; }
   const core::Coordinator& coordinator() const { return coordinator_; }
@@ -216,6 +216,7 @@ class RankProcess final : public StreamObserver {
 
   std::deque<RankIteration> iterations_;  // stable addresses: current_ and fetch pointers
   RankIteration* current_ = nullptr;
+  std::size_t fetches_per_iteration_ = 0;  // the last iteration's fetch count (a capacity hint)
   // Indexed by the coordinator's gather and handle ids (dense, increasing): no tree lookups on
   // the hot path. -1 / !alive marks ids that are done with.
   std::vector<std::int32_t> gather_done_event_;  // gather_id -> NCCL done event

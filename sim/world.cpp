@@ -1,6 +1,7 @@
 #include "world.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <sstream>
 
 #include "core/hardware_derived.hpp"
@@ -148,11 +149,12 @@ void World::finalize_ready_iterations() {
     const core::IterationRecord record = combine(finalized_, samples, buckets);
     for (auto& rank : ranks_) {
       rank->forget_before_iteration(finalized_);
-      const std::vector<core::MemoryPoint> points = rank->take_memory_timeline();
       if (sink_ && sink_->on_memory) {
-        sink_->on_memory(points);
+        memory_points_.clear();  // reused: its capacity carries over to the next iteration
+        rank->take_memory_timeline(memory_points_);
+        sink_->on_memory(memory_points_);
       } else {
-        result_.metrics.memory.insert(result_.metrics.memory.end(), points.begin(), points.end());
+        rank->take_memory_timeline(result_.metrics.memory);
       }
     }
     result_.metrics.iterations.push_back(record);
@@ -160,7 +162,8 @@ void World::finalize_ready_iterations() {
     if (sink_ && sink_->on_iteration) {
       sink_->on_iteration(record, samples, buckets);
     } else {
-      result_.metrics.samples.insert(result_.metrics.samples.end(), samples.begin(), samples.end());
+      result_.metrics.samples.insert(result_.metrics.samples.end(), std::make_move_iterator(samples.begin()),
+                                     std::make_move_iterator(samples.end()));
       result_.metrics.buckets.insert(result_.metrics.buckets.end(), buckets.begin(), buckets.end());
     }
   }
@@ -209,8 +212,10 @@ core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::T
     first = false;
 
     buckets.push_back({iteration, rank->rank(), it.bucket_numel});
-    const auto rank_samples = rank->samples_of(iteration);
-    samples.insert(samples.end(), rank_samples.begin(), rank_samples.end());
+    auto rank_samples = rank->samples_of(iteration);
+    // Moved, not copied: each sample owns its named extra columns.
+    samples.insert(samples.end(), std::make_move_iterator(rank_samples.begin()),
+                   std::make_move_iterator(rank_samples.end()));
   }
   return record;
 }

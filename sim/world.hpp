@@ -83,6 +83,7 @@ class World final : public EventHandler, public CollectiveListener {
   std::vector<int> ranks_done_;  // per iteration (1-based)
   std::int32_t finalized_ = 0;
   const IterationSink* sink_ = nullptr;
+  std::vector<core::MemoryPoint> memory_points_;  // one rank's timeline on its way to the sink
   WorldResult result_;
 };
 
