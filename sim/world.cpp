@@ -1,6 +1,7 @@
 #include "world.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <sstream>
 
 #include "core/hardware_derived.hpp"
@@ -145,7 +146,8 @@ void World::finalize_ready_iterations() {
     ++finalized_;
     std::vector<core::TimingSample> samples;
     std::vector<core::BucketRecord> buckets;
-    const core::IterationRecord record = combine(finalized_, samples, buckets);
+    const bool with_samples = !sink_ || !sink_->on_iteration || sink_->wants_samples;
+    const core::IterationRecord record = combine(finalized_, with_samples, samples, buckets);
     for (auto& rank : ranks_) {
       rank->forget_before_iteration(finalized_);
       const std::vector<core::MemoryPoint> points = rank->take_memory_timeline();
@@ -166,7 +168,8 @@ void World::finalize_ready_iterations() {
   }
 }
 
-core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::TimingSample>& samples,
+core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
+                                     std::vector<core::TimingSample>& samples,
                                      std::vector<core::BucketRecord>& buckets) const {
   core::IterationRecord record;
   record.iteration = iteration;
@@ -208,8 +211,11 @@ core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::T
     first = false;
 
     buckets.push_back({iteration, rank->rank(), it.bucket_numel});
-    const auto rank_samples = rank->samples_of(iteration);
-    samples.insert(samples.end(), rank_samples.begin(), rank_samples.end());
+    if (with_samples) {
+      auto rank_samples = rank->samples_of(iteration);
+      samples.insert(samples.end(), std::make_move_iterator(rank_samples.begin()),
+                     std::make_move_iterator(rank_samples.end()));
+    }
   }
   return record;
 }
