@@ -27,7 +27,9 @@
 #include "core/sweep_grid.hpp"
 #include "core/sweep_manifest.hpp"
 #include "core/sweep_results.hpp"
+#include "core/yaml_section.hpp"
 #include "sim/world.hpp"
+#include "folder_lock.hpp"
 #include "sweep_progress.hpp"
 
 namespace prefetchlab::apps {
@@ -157,6 +159,7 @@ void drop_torn_tail(const fs::path& path, std::size_t complete_bytes, bool torn)
 }
 
 struct FolderState {
+  std::unique_ptr<FolderLock> lock;  // held for the whole session
   core::SweepManifest manifest;  // with this session counted
   std::map<std::size_t, std::string> done;  // point -> row text, from earlier sessions
 };
@@ -177,6 +180,8 @@ FolderState prepare_folder(const SweepOptions& options, const core::SweepGrid& g
   manifest.points = grid.point_count();
   manifest.shard = shard;
 
+  fs::create_directories(dir);
+  state.lock = std::make_unique<FolderLock>(dir);
   const bool has_manifest = fs::exists(manifest_path);
   if (!options.resume && (has_manifest || fs::exists(results_path))) {
     throw core::InputError({dir.string(), 0}, "", "already holds a sweep",
@@ -227,7 +232,6 @@ FolderState prepare_folder(const SweepOptions& options, const core::SweepGrid& g
     }
   }
   ++manifest.sessions;
-  fs::create_directories(dir);
   core::write_json_atomically(manifest_path, manifest.to_json());
   return state;
 }
@@ -247,6 +251,7 @@ int sweep(const SweepOptions& options) {
   const core::SweepGrid grid = core::SweepGrid::load(options.grid);
   const core::ShardSpec shard = options.shard.empty() ? core::ShardSpec{} : core::parse_shard_spec(options.shard);
   const core::BundledData bundled = bundled_data();
+  (void)core::parse_yaml_file(options.scenario);  // a missing scenario is its own error, not each point's
   validate_points(options, grid, bundled);
   FolderState state = prepare_folder(options, grid, shard);
   const int session = state.manifest.sessions;

@@ -174,9 +174,7 @@ InputError SweepGrid::relocate(const InputError& error, std::size_t point) const
       // A misspelt or misplaced key is the key's fault; anything else is the value's.
       const bool value_fault = error.key() == dotted && error.problem() != "is not a known key";
       const int line = value_fault ? values[k]->line : keys_[k].line;
-      std::string problem = error.problem();
-      problem += value_fault ? " (value '" + values[k]->text + "' of grid point " + std::to_string(point) + ")"
-                             : " (grid point " + std::to_string(point) + ")";
+      const std::string problem = error.problem() + " (grid point " + std::to_string(point) + ")";
       return InputError({file_, line}, error.key(), problem, error.expected(), error.suggestion());
     }
   }

@@ -44,7 +44,7 @@ std::vector<BadSweepCase> cases() {
        ""},
       // A bad value in the last point still stops the sweep before the first point runs.
       {"bad_value_in_block_list", "noise.seed: [1, 2]\ntraining.seq_len:\n  - 256\n  - abc\n", "", "grid.yaml:4",
-       "training.seq_len", "value 'abc' of grid point 1", ""},
+       "training.seq_len", "is 'abc' (grid point 1)", ""},
       {"value_out_of_range", "training.micro_batch: [2, -1]\n", "", "grid.yaml:1", "training.micro_batch",
        "grid point 1", ""},
       {"not_yaml", "noise.seed: [1, 2\n", "", "grid.yaml:", "", "is not valid YAML", ""},

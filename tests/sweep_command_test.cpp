@@ -66,6 +66,21 @@ std::string sweep_args(const fs::path& grid, const fs::path& out, const std::str
   return "sweep " + kTinyLlama + " --grid " + grid.string() + " -o " + out.string() + " " + extra;
 }
 
+// Starts the CLI as a child process (stdout discarded) and returns its pid, or -1.
+pid_t spawn_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), PREFETCHLAB_CLI);
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return error == 0 ? pid : -1;
+}
+
 // The uninterrupted sweep every other sweep is compared with, run once for the whole file.
 class SweepCommand : public ::testing::Test {
  protected:
@@ -103,7 +118,8 @@ TEST_F(SweepCommand, ResultsHaveTheContractColumnsOneRowPerPointInPointOrder) {
   }
   std::set<std::string> step_times;
   for (const auto& row : rows) step_times.insert(row.fields[7]);
-  EXPECT_GT(step_times.size(), kGridPoints / 2) << "the seeds should make most rows differ";
+  // Without the seeds mattering there would be at most 5 x 2 distinct step times.
+  EXPECT_GT(step_times.size(), 10u) << "the seeds should make rows differ";
   // Grid order: the first key slowest, the zip block one axis, values as the grid spelt them.
   EXPECT_EQ(rows[0].fields[1], "1e5");
   EXPECT_EQ(rows[13].fields[1], "5e5");
@@ -129,32 +145,29 @@ TEST_F(SweepCommand, KilledSweepResumesToTheUninterruptedRows) {
   TempDir out("sweep-kill");
   const fs::path dir = out.path() / "out";
   const fs::path results = dir / "results.csv";
-  std::vector<std::string> args{PREFETCHLAB_CLI, "sweep", kTinyLlama, "--grid", grid_->string(), "-o", dir.string(),
-                                "-j", "1"};
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
-
-  // SIGKILL once some rows (but surely not all) are on disk.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  std::size_t rows_at_kill = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (fs::exists(results) && (rows_at_kill = line_count(results)) >= 1 + 5) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  // SIGKILL once some rows (but not all) are on disk. On a machine so loaded that the sweep
+  // finished before the kill landed, try again.
+  bool killed = false;
+  for (int attempt = 0; attempt < 5 && !killed; ++attempt) {
+    fs::remove_all(dir);
+    const pid_t pid = spawn_cli({"sweep", kTinyLlama, "--grid", grid_->string(), "-o", dir.string(), "-j", "1"});
+    ASSERT_GT(pid, 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (fs::exists(results) && line_count(results) >= 1 + 3) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    killed = WIFSIGNALED(status) && rows_of(results).size() < kGridPoints;
   }
-  ASSERT_EQ(kill(pid, SIGKILL), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the sweep finished before it could be killed";
+  ASSERT_TRUE(killed) << "the sweep always finished before it could be killed";
   const std::size_t rows_before = rows_of(results).size();
   ASSERT_GT(rows_before, 0u);
-  ASSERT_LT(rows_before, kGridPoints);
+  // What a killed sweep leaves is final: each row is the uninterrupted sweep's row of its point.
+  const auto reference = rows_of(reference_results());
+  for (const auto& row : rows_of(results)) EXPECT_EQ(row.text, reference[std::stoul(row.fields[0])].text);
 
   // A kill in the middle of an append leaves a torn last line; resume must drop it.
   { std::ofstream(results, std::ios::app) << "59,5e7,2,256,6,0.03,ok,1234"; }
@@ -188,6 +201,24 @@ TEST_F(SweepCommand, KilledSweepResumesToTheUninterruptedRows) {
   EXPECT_TRUE(read_file(results) == before);
 }
 
+TEST_F(SweepCommand, ARunningSweepLocksItsFolder) {
+  TempDir out("sweep-lock");
+  const fs::path dir = out.path() / "out";
+  const auto grid = out.write("long.yaml", "training.iterations: [1000000]\n");
+  const pid_t pid = spawn_cli({"sweep", kTinyLlama, "--grid", grid.string(), "-o", dir.string()});
+  ASSERT_GT(pid, 0);
+  // sweep.json is written once the folder is locked.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!fs::exists(dir / "sweep.json") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const auto second = run_cli(sweep_args(grid, dir, "--resume"));
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_NE(second.output.find("is in use by another running sweep"), std::string::npos) << second.output;
+}
+
 TEST_F(SweepCommand, MergedShardsEqualTheUnshardedSweep) {
   TempDir out("sweep-shards");
   std::string shard_dirs;
@@ -196,7 +227,7 @@ TEST_F(SweepCommand, MergedShardsEqualTheUnshardedSweep) {
     const auto result = run_cli(sweep_args(*grid_, dir, "-j 2 --shard " + std::to_string(i) + "/3"));
     ASSERT_EQ(result.exit_code, 0) << result.output;
     for (const auto& row : rows_of(dir / "results.csv")) EXPECT_EQ(std::stoul(row.fields[0]) % 3, std::size_t(i));
-    shard_dirs += " " + dir.string();
+    shard_dirs.append(" ").append(dir.string());
   }
   const fs::path merged = out.path() / "merged";
   const auto result = run_cli("merge " + merged.string() + shard_dirs);
@@ -204,7 +235,8 @@ TEST_F(SweepCommand, MergedShardsEqualTheUnshardedSweep) {
   EXPECT_TRUE(read_file(merged / "results.csv") == read_file(reference_results()));
 
   // Two shards of three: the missing points are an error, or listed with --allow-missing.
-  const std::string two = " " + (out.path() / "shard0").string() + " " + (out.path() / "shard2").string();
+  std::string two;
+  for (const char* shard : {"shard0", "shard2"}) two.append(" ").append((out.path() / shard).string());
   const auto missing = run_cli("merge " + (out.path() / "partial").string() + two);
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_NE(missing.output.find("20 of 60 points have no row"), std::string::npos) << missing.output;

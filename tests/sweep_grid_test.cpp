@@ -74,7 +74,7 @@ TEST(SweepGrid, ScenarioErrorsAtAnOverrideMoveToTheGridLine) {
   EXPECT_EQ(moved.where().file, grid.file());
   EXPECT_EQ(moved.where().line, 4);
   EXPECT_EQ(moved.key(), "b.c");
-  EXPECT_NE(std::string(moved.what()).find("value 'x' of grid point 1"), std::string::npos) << moved.what();
+  EXPECT_NE(std::string(moved.what()).find("is 'x' (grid point 1)"), std::string::npos) << moved.what();
 
   const core::InputError unknown({"--set b.c", 0}, "b.c", "is not a known key", "one of ...", "d");
   EXPECT_EQ(grid.relocate(unknown, 0).where().line, 2);
@@ -94,7 +94,7 @@ TEST(ShardSpec, ParsesIOfNAndPicksPointsModN) {
   EXPECT_FALSE(shard.contains(8));
   EXPECT_EQ(shard.text(), "2/5");
   for (const char* bad : {"", "1", "/", "1/", "/2", "2/2", "0/0", "1/2/3", "x/2", " 0/2", "-0/2"}) {
-    const auto error = testing::expect_input_error([&] { core::parse_shard_spec(bad); });
+    const auto error = prefetchlab::testing::expect_input_error([&] { core::parse_shard_spec(bad); });
     EXPECT_EQ(error.where().file, std::string("--shard ") + bad);
   }
 }
