@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 
@@ -126,12 +127,24 @@ core::Scenario load_point(const SweepOptions& options, const core::SweepGrid& gr
   }
 }
 
+// Scenarios kept from validation for the run, so a point is loaded once. Bounded, so a huge
+// grid does not hold every scenario in memory at once; points beyond it are loaded again.
+constexpr std::size_t kMaxKeptScenarios = 1024;
+
 // Every point must load before any runs: a typo in the last value must not cost the first
-// hour of a sweep.
-void validate_points(const SweepOptions& options, const core::SweepGrid& grid, const core::BundledData& bundled) {
+// hour of a sweep. Returns the first kMaxKeptScenarios scenarios of `shard`, indexed by
+// point / shard.count (the rest empty).
+std::vector<std::optional<core::Scenario>> validate_points(const SweepOptions& options, const core::SweepGrid& grid,
+                                                           const core::ShardSpec& shard,
+                                                           const core::BundledData& bundled) {
+  std::vector<std::optional<core::Scenario>> kept(
+      std::min(kMaxKeptScenarios, (grid.point_count() + shard.count - 1 - shard.index) / shard.count));
   std::atomic<bool> stop{false};
-  parallel_for(grid.point_count(), thread_count(options.jobs, grid.point_count()), stop,
-               [&](std::size_t point) { (void)load_point(options, grid, point, bundled); });
+  parallel_for(grid.point_count(), thread_count(options.jobs, grid.point_count()), stop, [&](std::size_t point) {
+    core::Scenario scenario = load_point(options, grid, point, bundled);
+    if (shard.contains(point) && point / shard.count < kept.size()) kept[point / shard.count] = std::move(scenario);
+  });
+  return kept;
 }
 
 // What one simulation produced, as its results.csv row.
@@ -252,7 +265,7 @@ int sweep(const SweepOptions& options) {
   const core::ShardSpec shard = options.shard.empty() ? core::ShardSpec{} : core::parse_shard_spec(options.shard);
   const core::BundledData bundled = bundled_data();
   (void)core::parse_yaml_file(options.scenario);  // a missing scenario is its own error, not each point's
-  validate_points(options, grid, bundled);
+  std::vector<std::optional<core::Scenario>> kept = validate_points(options, grid, shard, bundled);
   FolderState state = prepare_folder(options, grid, shard);
   const int session = state.manifest.sessions;
 
@@ -260,7 +273,11 @@ int sweep(const SweepOptions& options) {
   std::size_t shard_points = 0;
   for (std::size_t point = shard.index; point < grid.point_count(); point += shard.count) {
     ++shard_points;
-    if (!state.done.count(point)) todo.push_back(point);
+    if (!state.done.count(point)) {
+      todo.push_back(point);
+    } else if (point / shard.count < kept.size()) {
+      kept[point / shard.count].reset();
+    }
   }
 
   const fs::path dir(options.output_dir);
@@ -280,9 +297,12 @@ int sweep(const SweepOptions& options) {
     parallel_for(todo.size(), threads, stop, [&](std::size_t i) {
       const std::size_t point = todo[i];
       const auto point_start = Clock::now();
-      const core::Scenario scenario = load_point(options, grid, point, bundled);
+      std::optional<core::Scenario> scenario;
+      if (point / shard.count < kept.size()) scenario.swap(kept[point / shard.count]);
+      if (!scenario) scenario = load_point(options, grid, point, bundled);
       bool interrupted = false;
-      const std::vector<core::CsvField> row = simulate_point(scenario, grid, point, &interrupted);
+      const std::vector<core::CsvField> row = simulate_point(*scenario, grid, point, &interrupted);
+      scenario.reset();
       if (interrupted) {
         stop.store(true);
         return;  // an unfinished point has no row; --resume runs it again
