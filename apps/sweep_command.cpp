@@ -127,22 +127,27 @@ core::Scenario load_point(const SweepOptions& options, const core::SweepGrid& gr
   }
 }
 
-// Scenarios kept from validation for the run, so a point is loaded once. Bounded, so a huge
-// grid does not hold every scenario in memory at once; points beyond it are loaded again.
-constexpr std::size_t kMaxKeptScenarios = 1024;
+// Scenarios kept from validation for the run, so a point is loaded once. Bounded in count and
+// in model modules (~0.45 KB each: ~100 KB per BERT-base scenario, ~0.5 MB per 70B Llama), so a
+// huge grid does not hold every scenario at once; points beyond the bounds are loaded again.
+constexpr std::size_t kMaxKeptScenarios = 4096;
+constexpr std::size_t kMaxKeptModules = 300'000;
 
 // Every point must load before any runs: a typo in the last value must not cost the first
-// hour of a sweep. Returns the first kMaxKeptScenarios scenarios of `shard`, indexed by
-// point / shard.count (the rest empty).
+// hour of a sweep. Returns scenarios of `shard` within the bounds above, indexed by
+// point / shard.count (the rest empty; which ones are kept does not change any result).
 std::vector<std::optional<core::Scenario>> validate_points(const SweepOptions& options, const core::SweepGrid& grid,
                                                            const core::ShardSpec& shard,
                                                            const core::BundledData& bundled) {
   std::vector<std::optional<core::Scenario>> kept(
       std::min(kMaxKeptScenarios, (grid.point_count() + shard.count - 1 - shard.index) / shard.count));
+  std::atomic<std::size_t> kept_modules{0};
   std::atomic<bool> stop{false};
   parallel_for(grid.point_count(), thread_count(options.jobs, grid.point_count()), stop, [&](std::size_t point) {
     core::Scenario scenario = load_point(options, grid, point, bundled);
-    if (shard.contains(point) && point / shard.count < kept.size()) kept[point / shard.count] = std::move(scenario);
+    if (!shard.contains(point) || point / shard.count >= kept.size()) return;
+    const std::size_t modules = scenario.model.modules.size();
+    if (kept_modules.fetch_add(modules) + modules <= kMaxKeptModules) kept[point / shard.count] = std::move(scenario);
   });
   return kept;
 }

@@ -2,7 +2,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <limits>
 
 #include "yaml_section.hpp"
 
