@@ -7,8 +7,10 @@
 #include "command_context.hpp"
 #include "compare_command.hpp"
 #include "describe_command.hpp"
+#include "merge_command.hpp"
 #include "replay_command.hpp"
 #include "run_command.hpp"
+#include "sweep_command.hpp"
 #include "prefetchlab/version.hpp"
 
 int main(int argc, char** argv) {
@@ -23,6 +25,8 @@ int main(int argc, char** argv) {
   add_replay_command(app, &exit_code);
   add_collective_command(app, &exit_code);
   add_calibrate_command(app, &exit_code);
+  add_sweep_command(app, &exit_code);
+  add_merge_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -52,11 +52,25 @@ std::string csv_escape(std::string_view text) {
 void CsvRowWriter::FileCloser::operator()(std::FILE* file) const { std::fclose(file); }
 
 CsvRowWriter::CsvRowWriter(std::filesystem::path path, const std::vector<std::string>& header)
+    : CsvRowWriter(std::move(path), header, Mode::kTruncate) {}
+
+CsvRowWriter CsvRowWriter::append_to(std::filesystem::path path, const std::vector<std::string>& header) {
+  return CsvRowWriter(std::move(path), header, Mode::kAppend);
+}
+
+CsvRowWriter::CsvRowWriter(std::filesystem::path path, const std::vector<std::string>& header, Mode mode)
     : path_(std::move(path)), columns_(header.size()) {
   if (header.empty()) throw std::invalid_argument("CSV header of '" + path_.string() + "' is empty");
+  bool has_content = false;
+  if (mode == Mode::kAppend) {
+    std::error_code missing;
+    const auto size = std::filesystem::file_size(path_, missing);
+    has_content = !missing && size > 0;
+  }
   errno = 0;
-  file_.reset(std::fopen(path_.c_str(), "wb"));
+  file_.reset(std::fopen(path_.c_str(), mode == Mode::kAppend ? "ab" : "wb"));
   if (!file_) throw_io_error("cannot open for writing", path_, errno);
+  if (has_content) return;
   std::vector<CsvField> fields(header.begin(), header.end());
   std::string line;
   add_row(fields, line);

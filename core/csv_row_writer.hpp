@@ -48,6 +48,9 @@ class CsvRowWriter {
   // Creates (truncates) `path` and writes and flushes the header line. Throws
   // std::runtime_error naming the path and the system's reason when it cannot.
   CsvRowWriter(std::filesystem::path path, const std::vector<std::string>& header);
+  // Opens `path` to append rows after those it already holds (a resumed sweep); the caller has
+  // checked that it starts with `header`. A missing or empty file gets the header first.
+  static CsvRowWriter append_to(std::filesystem::path path, const std::vector<std::string>& header);
   ~CsvRowWriter();
   CsvRowWriter(CsvRowWriter&&) noexcept;
   CsvRowWriter& operator=(CsvRowWriter&&) noexcept;
@@ -71,6 +74,9 @@ class CsvRowWriter {
   std::size_t rows_written() const { return rows_written_; }
 
  private:
+  enum class Mode { kTruncate, kAppend };
+  CsvRowWriter(std::filesystem::path path, const std::vector<std::string>& header, Mode mode);
+
   struct FileCloser {
     void operator()(std::FILE* file) const;
   };

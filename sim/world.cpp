@@ -146,7 +146,8 @@ void World::finalize_ready_iterations() {
     ++finalized_;
     std::vector<core::TimingSample> samples;
     std::vector<core::BucketRecord> buckets;
-    const core::IterationRecord record = combine(finalized_, samples, buckets);
+    const bool with_samples = !sink_ || !sink_->on_iteration || sink_->wants_samples;
+    const core::IterationRecord record = combine(finalized_, with_samples, samples, buckets);
     for (auto& rank : ranks_) {
       rank->forget_before_iteration(finalized_);
       if (sink_ && sink_->on_memory) {
@@ -169,7 +170,8 @@ void World::finalize_ready_iterations() {
   }
 }
 
-core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::TimingSample>& samples,
+core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
+                                     std::vector<core::TimingSample>& samples,
                                      std::vector<core::BucketRecord>& buckets) const {
   core::IterationRecord record;
   record.iteration = iteration;
@@ -212,10 +214,12 @@ core::IterationRecord World::combine(std::int32_t iteration, std::vector<core::T
     first = false;
 
     buckets.push_back({iteration, rank->rank(), it.bucket_numel});
-    auto rank_samples = rank->samples_of(iteration);
-    // Moved, not copied: each sample owns its named extra columns.
-    samples.insert(samples.end(), std::make_move_iterator(rank_samples.begin()),
-                   std::make_move_iterator(rank_samples.end()));
+    if (with_samples) {
+      // Moved, not copied: each sample owns its named extra columns.
+      auto rank_samples = rank->samples_of(iteration);
+      samples.insert(samples.end(), std::make_move_iterator(rank_samples.begin()),
+                     std::make_move_iterator(rank_samples.end()));
+    }
   }
   return record;
 }

@@ -31,6 +31,9 @@ struct IterationSink {
       on_iteration;
   // Allocated / reserved bytes over time (memory.csv), per rank in time order, as they come.
   std::function<void(std::span<const core::MemoryPoint> points)> on_memory;
+  // false: on_iteration gets no samples. Building them is a sizeable share of a short run, and
+  // a sweep, which keeps only the summary, never reads them. Controllers get theirs regardless.
+  bool wants_samples = true;
 };
 
 struct WorldResult {
@@ -65,7 +68,8 @@ class World final : public EventHandler, public CollectiveListener {
  private:
   void build_shared_context();
   void finalize_ready_iterations();
-  core::IterationRecord combine(std::int32_t iteration, std::vector<core::TimingSample>& samples,
+  // Leaves `samples` empty when `with_samples` is false.
+  core::IterationRecord combine(std::int32_t iteration, bool with_samples, std::vector<core::TimingSample>& samples,
                                 std::vector<core::BucketRecord>& buckets) const;
   std::string describe_mismatch(const CollectiveMismatch& mismatch) const;
 

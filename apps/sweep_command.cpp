@@ -1,0 +1,374 @@
+#include "sweep_command.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <thread>
+
+#include "command_context.hpp"
+#include "core/csv_reader.hpp"
+#include "core/csv_row_writer.hpp"
+#include "core/input_error.hpp"
+#include "core/json_file.hpp"
+#include "core/scenario.hpp"
+#include "core/shard_spec.hpp"
+#include "core/sweep_grid.hpp"
+#include "core/sweep_manifest.hpp"
+#include "core/sweep_results.hpp"
+#include "core/yaml_section.hpp"
+#include "sim/world.hpp"
+#include "folder_lock.hpp"
+#include "sweep_progress.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kResultsFile = "results.csv";
+constexpr const char* kTimingsFile = "timings.csv";
+constexpr const char* kManifestFile = "sweep.json";
+const std::vector<std::string> kTimingsHeader{"point", "session", "wall_s"};
+
+struct SweepOptions {
+  std::string scenario;
+  std::string grid;
+  std::string output_dir;
+  unsigned jobs = 0;
+  bool resume = false;
+  std::string shard;
+};
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_stop_signal(int) { g_interrupted.store(true); }
+
+// Restores the previous handlers when the sweep ends, however it ends.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_interrupted.store(false);
+    previous_int_ = std::signal(SIGINT, on_stop_signal);
+    previous_term_ = std::signal(SIGTERM, on_stop_signal);
+  }
+  ~StopSignals() {
+    std::signal(SIGINT, previous_int_);
+    std::signal(SIGTERM, previous_term_);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  void (*previous_int_)(int) = SIG_DFL;
+  void (*previous_term_)(int) = SIG_DFL;
+};
+
+unsigned thread_count(unsigned requested, std::size_t work) {
+  const unsigned cores = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(cores, work)));
+}
+
+// Runs body(i) for i in [0, count) on `threads` threads, stopping early when `stop` becomes true
+// (body may set it). The exception of the lowest index that threw is rethrown after all joined,
+// so the same bad input gives the same message whatever the thread count.
+void parallel_for(std::size_t count, unsigned threads, std::atomic<bool>& stop,
+                  const std::function<void(std::size_t)>& body) {
+  std::atomic<std::size_t> next{0};
+  std::mutex mutex;
+  std::size_t failed_index = count;
+  std::exception_ptr failure;
+  auto worker = [&] {
+    for (;;) {
+      if (stop.load()) return;
+      const std::size_t i = next.fetch_add(1);
+      if (i >= count) return;
+      try {
+        body(i);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (i < failed_index) {
+          failed_index = i;
+          failure = std::current_exception();
+        }
+        stop.store(true);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// A point's scenario: the base file with the point's values as `--set` overrides, without
+// per-run outputs (a sweep writes rows only). Errors are reported at the grid's line.
+core::Scenario load_point(const SweepOptions& options, const core::SweepGrid& grid, std::size_t point,
+                          const core::BundledData& bundled) {
+  try {
+    core::Scenario scenario = core::load_scenario(options.scenario, grid.overrides_at(point), bundled);
+    scenario.output.trace = false;
+    scenario.output.memory_timeline = false;
+    return scenario;
+  } catch (const core::InputError& error) {
+    throw grid.relocate(error, point);
+  }
+}
+
+// Scenarios kept from validation for the run, so a point is loaded once. Bounded in count and
+// in model modules (~0.45 KB each: ~100 KB per BERT-base scenario, ~0.5 MB per 70B Llama), so a
+// huge grid does not hold every scenario at once; points beyond the bounds are loaded again.
+constexpr std::size_t kMaxKeptScenarios = 4096;
+constexpr std::size_t kMaxKeptModules = 300'000;
+
+// Every point must load before any runs: a typo in the last value must not cost the first
+// hour of a sweep. Returns scenarios of `shard` within the bounds above, indexed by
+// point / shard.count (the rest empty; which ones are kept does not change any result).
+std::vector<std::optional<core::Scenario>> validate_points(const SweepOptions& options, const core::SweepGrid& grid,
+                                                           const core::ShardSpec& shard,
+                                                           const core::BundledData& bundled) {
+  std::vector<std::optional<core::Scenario>> kept(
+      std::min(kMaxKeptScenarios, (grid.point_count() + shard.count - 1 - shard.index) / shard.count));
+  std::atomic<std::size_t> kept_modules{0};
+  std::atomic<bool> stop{false};
+  parallel_for(grid.point_count(), thread_count(options.jobs, grid.point_count()), stop, [&](std::size_t point) {
+    core::Scenario scenario = load_point(options, grid, point, bundled);
+    if (!shard.contains(point) || point / shard.count >= kept.size()) return;
+    const std::size_t modules = scenario.model.modules.size();
+    if (kept_modules.fetch_add(modules) + modules <= kMaxKeptModules) kept[point / shard.count] = std::move(scenario);
+  });
+  return kept;
+}
+
+// What one simulation produced, as its results.csv row.
+std::vector<core::CsvField> simulate_point(const core::Scenario& scenario, const core::SweepGrid& grid,
+                                           std::size_t point, bool* interrupted) {
+  sim::World world(scenario, false);
+  // A sink that drops samples and buckets keeps the result's memory flat; only the summary counts.
+  sim::IterationSink sink;
+  sink.on_iteration = [](const core::IterationRecord&, std::span<const core::TimingSample>,
+                         std::span<const core::BucketRecord>) {};
+  sink.on_memory = [](std::span<const core::MemoryPoint>) {};
+  sink.wants_samples = false;
+  const sim::WorldResult result = world.run(sink, &g_interrupted);
+  *interrupted = result.status == core::RunStatus::kInterrupted;
+  const core::SummaryStats stats =
+      core::summarize(result.metrics, static_cast<int>(scenario.training.warmup_iterations));
+  return core::sweep_result_row(point, grid.values_at(point), result.status, stats);
+}
+
+// Cuts a torn last record (a kill mid-append) off a row file so appends start on a clean line.
+void drop_torn_tail(const fs::path& path, std::size_t complete_bytes, bool torn) {
+  if (!torn) return;
+  fs::resize_file(path, complete_bytes);
+  std::cerr << "note: " << path.string() << ": dropped a partial last row (the sweep was killed mid-write)\n";
+}
+
+struct FolderState {
+  std::unique_ptr<FolderLock> lock;  // held for the whole session
+  core::SweepManifest manifest;  // with this session counted
+  std::map<std::size_t, std::string> done;  // point -> row text, from earlier sessions
+};
+
+// Checks the output folder against this sweep and prepares it: a fresh folder gets sweep.json;
+// --resume checks that the folder holds this same sweep and cleans torn rows.
+FolderState prepare_folder(const SweepOptions& options, const core::SweepGrid& grid, const core::ShardSpec& shard) {
+  const fs::path dir(options.output_dir);
+  const fs::path manifest_path = dir / kManifestFile;
+  const fs::path results_path = dir / kResultsFile;
+  const fs::path timings_path = dir / kTimingsFile;
+  FolderState state;
+  core::SweepManifest& manifest = state.manifest;
+  manifest.scenario = options.scenario;
+  manifest.scenario_digest = core::file_digest(options.scenario);
+  manifest.grid = options.grid;
+  manifest.grid_axes = grid.identity();
+  manifest.points = grid.point_count();
+  manifest.shard = shard;
+
+  fs::create_directories(dir);
+  state.lock = std::make_unique<FolderLock>(dir);
+  const bool has_manifest = fs::exists(manifest_path);
+  if (!options.resume && (has_manifest || fs::exists(results_path))) {
+    throw core::InputError({dir.string(), 0}, "", "already holds a sweep",
+                           "--resume to continue it, or an empty or new folder for -o");
+  }
+  if (options.resume && !has_manifest && fs::exists(results_path)) {
+    throw core::InputError({manifest_path.string(), 0}, "", "is missing beside " + results_path.string(),
+                           "a folder written by `prefetchlab sweep` (or an empty one to start afresh)");
+  }
+  if (has_manifest) {
+    const core::SweepManifest previous = core::SweepManifest::read(manifest_path);
+    if (const std::string difference = previous.difference(manifest); !difference.empty()) {
+      throw core::InputError({manifest_path.string(), 0}, "", "is another sweep: " + difference,
+                             "the scenario and grid the sweep was started with");
+    }
+    if (!(previous.shard == shard)) {
+      throw core::InputError({manifest_path.string(), 0}, "shard",
+                             "was run as shard " + previous.shard.text() + ", not " + shard.text(),
+                             "the same --shard as the sweep was started with");
+    }
+    manifest.sessions = previous.sessions;
+    if (fs::exists(results_path)) {
+      core::SweepRows rows = core::read_sweep_rows(results_path);
+      if (rows.header.empty()) {
+        fs::resize_file(results_path, 0);  // killed before its header was complete
+      } else {
+        if (rows.header != core::sweep_results_header(grid)) {
+          throw core::InputError({results_path.string(), 1}, "", "has other columns than this sweep's",
+                                 "the header `prefetchlab sweep` writes for this grid");
+        }
+        core::check_rows_match_grid(rows, grid, results_path);
+        for (const auto& [point, text] : rows.rows) {
+          if (!shard.contains(point)) {
+            throw core::InputError({results_path.string(), 0}, "point",
+                                   "has point " + std::to_string(point) + ", outside shard " + shard.text(),
+                                   "rows of this shard only");
+          }
+        }
+        drop_torn_tail(results_path, rows.complete_bytes, rows.torn_tail);
+        state.done = std::move(rows.rows);
+      }
+    }
+    if (fs::exists(timings_path)) {
+      std::ifstream in(timings_path, std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const core::CsvText csv = core::parse_csv(text);
+      drop_torn_tail(timings_path, csv.complete_bytes, csv.torn_tail);
+    }
+  }
+  ++manifest.sessions;
+  core::write_json_atomically(manifest_path, manifest.to_json());
+  return state;
+}
+
+// Once every point of the shard has a row, the file is rewritten in point order (atomically),
+// so a finished sweep's results.csv is the same bytes whatever -j or interruptions it saw.
+void sort_results(const fs::path& results_path) {
+  const core::SweepRows rows = core::read_sweep_rows(results_path);
+  std::string text;
+  for (std::size_t c = 0; c < rows.header.size(); ++c) text += (c ? "," : "") + core::csv_escape(rows.header[c]);
+  text += "\n";
+  for (const auto& [point, row] : rows.rows) text += row;
+  core::write_text_atomically(results_path, text);
+}
+
+int sweep(const SweepOptions& options) {
+  const core::SweepGrid grid = core::SweepGrid::load(options.grid);
+  const core::ShardSpec shard = options.shard.empty() ? core::ShardSpec{} : core::parse_shard_spec(options.shard);
+  const core::BundledData bundled = bundled_data();
+  (void)core::parse_yaml_file(options.scenario);  // a missing scenario is its own error, not each point's
+  std::vector<std::optional<core::Scenario>> kept = validate_points(options, grid, shard, bundled);
+  FolderState state = prepare_folder(options, grid, shard);
+  const int session = state.manifest.sessions;
+
+  std::vector<std::size_t> todo;
+  std::size_t shard_points = 0;
+  for (std::size_t point = shard.index; point < grid.point_count(); point += shard.count) {
+    ++shard_points;
+    if (!state.done.count(point)) {
+      todo.push_back(point);
+    } else if (point / shard.count < kept.size()) {
+      kept[point / shard.count].reset();
+    }
+  }
+
+  const fs::path dir(options.output_dir);
+  core::CsvRowWriter results = core::CsvRowWriter::append_to(dir / kResultsFile, core::sweep_results_header(grid));
+  core::CsvRowWriter timings = core::CsvRowWriter::append_to(dir / kTimingsFile, kTimingsHeader);
+  std::mutex mutex;  // the two writers, the counters and the progress line
+  std::size_t finished = 0;
+  std::map<std::string, std::size_t> by_status;
+  SweepProgress progress(todo.size());
+
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const StopSignals signals;
+  std::atomic<bool> stop{false};
+  const unsigned threads = thread_count(options.jobs, todo.size());
+  try {
+    parallel_for(todo.size(), threads, stop, [&](std::size_t i) {
+      const std::size_t point = todo[i];
+      const auto point_start = Clock::now();
+      std::optional<core::Scenario> scenario;
+      if (point / shard.count < kept.size()) scenario.swap(kept[point / shard.count]);
+      if (!scenario) scenario = load_point(options, grid, point, bundled);
+      bool interrupted = false;
+      const std::vector<core::CsvField> row = simulate_point(*scenario, grid, point, &interrupted);
+      scenario.reset();
+      if (interrupted) {
+        stop.store(true);
+        return;  // an unfinished point has no row; --resume runs it again
+      }
+      const double wall_s = std::chrono::duration<double>(Clock::now() - point_start).count();
+      std::lock_guard lock(mutex);
+      results.append(row);
+      timings.append({point, session, wall_s});
+      ++by_status[row[1 + grid.keys().size()].text()];
+      progress.update(++finished);
+      if (g_interrupted.load()) stop.store(true);
+    });
+  } catch (...) {
+    progress.finish();
+    throw;
+  }
+  progress.finish();
+  const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  results.close();
+  timings.close();
+
+  const std::size_t have = state.done.size() + finished;
+  std::printf("sweep: %zu points run in %.2f s on %u threads (%.1f points/s); %zu of %zu points of %s have rows\n",
+              finished, wall_s, threads, wall_s > 0 ? static_cast<double>(finished) / wall_s : 0.0, have,
+              shard_points, shard.whole() ? "the sweep" : ("shard " + shard.text()).c_str());
+  for (const auto& [status, count] : by_status) std::printf("  %s: %zu\n", status.c_str(), count);
+  if (have < shard_points) {
+    std::fprintf(stderr, "interrupted: %zu points still to run; `prefetchlab sweep ... --resume` runs them\n",
+                 shard_points - have);
+    return core::run_status_exit_code(core::RunStatus::kInterrupted);
+  }
+  sort_results(dir / kResultsFile);
+  std::printf("results: %s\n", (dir / kResultsFile).string().c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* add_sweep_command(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<SweepOptions>();
+  CLI::App* command = app.add_subcommand(
+      "sweep",
+      "Run a scenario over a grid of values in parallel; one results.csv row per finished point");
+  command->footer(
+      "GRID.yaml maps dotted scenario keys to lists, taken as a product in file order (first key\n"
+      "slowest); a `zip:` block of equal-length lists is one axis whose keys vary together.\n"
+      "Points are numbered from 0 in that order. Writes DIR/results.csv (point, the grid keys,\n"
+      "status and summary metrics; a row appended as each point finishes, sorted by point once all\n"
+      "are done), DIR/timings.csv (point, session, wall_s) and DIR/sweep.json. No per-run files.\n"
+      "--resume runs only the points without a row (a torn last row is dropped); it must be the\n"
+      "same scenario, grid and shard. --shard i/N runs the points p with p mod N = i; join the\n"
+      "shard folders with `prefetchlab merge`. Exit code 0 when every point has a row (an OOM\n"
+      "point is a row), 2 for bad input, 130 when interrupted.");
+  command->add_option("scenario", options->scenario, "scenario YAML")->required();
+  command->add_option("--grid", options->grid, "grid YAML: dotted scenario keys to lists of values")->required();
+  command->add_option("-o,--output", options->output_dir, "output folder")->required();
+  command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: all cores)");
+  command->add_flag("--resume", options->resume, "continue the sweep in DIR: run only points without a row");
+  command->add_option("--shard", options->shard, "i/N: run only the points p with p mod N = i (i from 0)");
+  command->callback([options, exit_code] { *exit_code = run_guarded([&] { return sweep(*options); }); });
+  return command;
+}
+
+}  // namespace prefetchlab::apps
