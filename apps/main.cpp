@@ -9,6 +9,7 @@
 #include "describe_command.hpp"
 #include "replay_command.hpp"
 #include "run_command.hpp"
+#include "validate_command.hpp"
 #include "prefetchlab/version.hpp"
 
 int main(int argc, char** argv) {
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   add_replay_command(app, &exit_code);
   add_collective_command(app, &exit_code);
   add_calibrate_command(app, &exit_code);
+  add_validate_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
