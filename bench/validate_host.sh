@@ -21,13 +21,13 @@ for ((i = 1; i <= rounds; i++)); do
     --set cluster.gpus_per_node="$ranks" --repeats 3 -o "$work/v$i" > "$work/v$i.log"
   line=$(grep '^step_time_ns,' "$work/v$i/validate_summary.csv")
   IFS=, read -r _ real sim err _ spread _ <<< "$line"
-  printf 'round %d: real %.3f ms, simulated %.3f ms, error %+.1f%%, spread of 3 real runs %.1f%%\n' \
-    "$i" "$(echo "$real / 1e6" | bc -l)" "$(echo "$sim / 1e6" | bc -l)" "$(echo "$err * 100" | bc -l)" \
-    "$(echo "$spread * 100" | bc -l)"
+  # awk, not bc: the CSV writes doubles such as 1.45974e+08.
+  awk -v i="$i" -v r="$real" -v s="$sim" -v e="$err" -v p="$spread" 'BEGIN {
+    printf "round %d: real %.3f ms, simulated %.3f ms, error %+.1f%%, spread of 3 real runs %.1f%%\n", i, r / 1e6, s / 1e6, 100 * e, 100 * p }'
   errors+=("$err") spreads+=("$spread")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 abs_errors=()
 for e in "${errors[@]}"; do abs_errors+=("${e#-}"); done
-printf 'median |step-time error| %.1f%% over %d rounds (target 10%%); median run-to-run spread %.1f%%\n' \
-  "$(echo "$(median "${abs_errors[@]}") * 100" | bc -l)" "$rounds" "$(echo "$(median "${spreads[@]}") * 100" | bc -l)"
+awk -v e="$(median "${abs_errors[@]}")" -v n="$rounds" -v p="$(median "${spreads[@]}")" 'BEGIN {
+  printf "median |step-time error| %.1f%% over %d rounds (target 10%%); median run-to-run spread %.1f%%\n", 100 * e, n, 100 * p }'
