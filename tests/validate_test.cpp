@@ -92,8 +92,8 @@ TEST(ValidateCommand, ReplayOfARealRunsSamplesReproducesItsBuckets) {
   for (const std::string policy : {"ema_threshold", "pace_search"}) {
     SCOPED_TRACE(policy);
     TempDir dir("validate-replay");
-    std::string sets = " --set controller.policy=" + policy + " --set controller.update_interval=1";
-    if (policy == "pace_search") sets += " --set controller.memory_budget_bytes=2GiB";
+    std::string sets = " --set controller.policy=" + policy;
+    sets += policy == "pace_search" ? " --set controller.memory_budget_bytes=2GiB" : " --set controller.update_interval=1";
     const auto v = run_cli("validate " + kScenario + " --backend host --repeats 1 -o " + dir.path().string() + sets);
     ASSERT_EQ(v.exit_code, 0) << v.output;
     const auto replayed = dir.path() / "replayed.csv";
