@@ -18,6 +18,7 @@
 #include "core/hardware_profile.hpp"
 #include "core/input_error.hpp"
 #include "core/nccl_tests_log.hpp"
+#include "device_calibration.hpp"
 
 namespace prefetchlab::apps {
 namespace {
@@ -29,6 +30,9 @@ struct CalibrateOptions {
   std::string op;
   std::optional<int> ranks;
   double tolerance = 0.02;
+  bool tolerance_set = false;
+  std::string backend;  // set: microbenchmarks on this device instead of logs
+  int iterations = 3;
 };
 
 struct LogFit {
@@ -64,7 +68,7 @@ LogFit fit_log(const std::string& file, const CalibrateOptions& o) {
     throw core::InputError({file, 0}, "", "cannot tell how many ranks ran (no '#  Rank' lines)",
                            "the full nccl-tests output, or --ranks");
   }
-  if (result.ranks < 2) throw core::InputError({file, 0}, "", "has 1 rank", "a collective over at least 2 ranks");
+  if (result.ranks < 2 || (o.ranks && *o.ranks < 2)) throw core::InputError({file, 0}, "", "has 1 rank", "a collective over at least 2 ranks");
   std::vector<core::FitPoint> points;
   for (const auto& row : log.rows) {
     if (row.time_us > 0) points.push_back({row.bytes, row.time_us});
@@ -117,6 +121,31 @@ const char* bandwidth_key(core::NcclTestsOp op) {
 
 int run_calibrate(const CalibrateOptions& o) {
   const core::BundledData bundled = bundled_data();
+  if (o.backend.empty() == o.logs.empty()) {
+    throw core::InputError({"<command line>", 0}, o.logs.empty() ? "--backend" : "--from-nccl-tests",
+                           o.logs.empty() ? "neither is given" : "is given together with --backend",
+                           "either --from-nccl-tests LOG... or --backend host|cuda");
+  }
+  if (!o.backend.empty()) {
+    const std::string base_name = o.hardware.empty() ? "h100-sxm-8x" : o.hardware;
+    const auto base_path = core::find_hardware_profile(base_name, bundled.hardware_dir);
+    if (!base_path) {
+      throw core::InputError({"<command line>", 0}, "--base", "'" + base_name + "' is neither a file nor a bundled profile",
+                             "the base hardware profile: bundled name or YAML path",
+                             core::closest_match(base_name, core::bundled_hardware_names(bundled.hardware_dir)));
+    }
+    DeviceCalibrationOptions d;
+    d.backend = o.backend;
+    d.ranks = o.ranks.value_or(2);
+    d.base = *base_path;
+    d.output = o.output;
+    d.iterations = o.iterations;
+    if (o.tolerance_set) d.tolerance = o.tolerance;
+    return run_device_calibration(d);
+  }
+  if (o.hardware.empty()) {
+    throw core::InputError({"<command line>", 0}, "--hardware", "is missing", "the base hardware profile: bundled name or YAML path");
+  }
   const auto base = core::find_hardware_profile(o.hardware, bundled.hardware_dir);
   if (!base) {
     throw core::InputError({"<command line>", 0}, "--hardware", "'" + o.hardware + "' is neither a file nor a bundled profile",
@@ -195,15 +224,22 @@ int run_calibrate(const CalibrateOptions& o) {
 CLI::App* add_calibrate_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* c = app.add_subcommand(
-      "calibrate", "Fit collective latency and bus bandwidth from nccl-tests logs into a hardware profile");
-  c->add_option("--from-nccl-tests", o->logs, "nccl-tests output files (all_gather_perf, reduce_scatter_perf, all_reduce_perf)")
-      ->required();
+      "calibrate", "Fit a hardware profile from nccl-tests logs or from microbenchmarks on a device (--backend)");
+  c->add_option("--from-nccl-tests", o->logs, "nccl-tests output files (all_gather_perf, reduce_scatter_perf, all_reduce_perf)");
+  c->add_option("--backend", o->backend, "host or cuda: run microbenchmarks on this device instead of reading logs")
+      ->check(CLI::IsMember({"host", "cuda"}));
   c->add_option("-o,--output", o->output, "profile YAML to write")->required();
-  c->add_option("--hardware", o->hardware, "base hardware profile: bundled name or YAML path")->required();
+  c->add_option("--hardware,--base", o->hardware,
+                "base hardware profile: bundled name or YAML path (with --backend default h100-sxm-8x)");
   c->add_option("--op", o->op, "collective of every log, when a log does not name it");
-  c->add_option("--ranks", o->ranks, "ranks of every log, when a log does not list them")->check(CLI::Range(2, 1 << 20));
-  c->add_option("--tolerance", o->tolerance, "largest relative error within one fitted size range (default 0.02)")
-      ->check(CLI::Range(1e-6, 1.0));
+  c->add_option("--ranks", o->ranks, "ranks of every log, when a log does not list them; with --backend the device "
+                                      "group's size (default 2)")
+      ->check(CLI::Range(1, 1 << 20));
+  c->add_option("--iterations", o->iterations, "with --backend: timed repetitions per microbenchmark (default 3)")
+      ->check(CLI::Range(1, 1000));
+  c->add_option("--tolerance", o->tolerance, "largest relative error within one fitted size range (default 0.02; 0.05 with --backend)")
+      ->check(CLI::Range(1e-6, 1.0))
+      ->each([o](const std::string&) { o->tolerance_set = true; });
   c->callback([o, exit_code] { *exit_code = run_guarded([&] { return run_calibrate(*o); }); });
   return c;
 }

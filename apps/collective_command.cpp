@@ -13,6 +13,7 @@
 #include "core/input_error.hpp"
 #include "core/nccl_tests_log.hpp"
 #include "core/size_value.hpp"
+#include "nccl_tests_table.hpp"
 #include "sim/nccl_tuner_cost_model.hpp"
 
 namespace prefetchlab::apps {
@@ -40,19 +41,6 @@ std::int64_t size_option(const std::string& flag, const std::string& text) {
                            "a byte size such as 8, 5e7, 512MiB or 70GiB");
   }
   return *v;
-}
-
-// nccl-tests' time column: %7.0f from 10 ms, %7.1f from 100 us, else %7.2f.
-std::string time_text(double us) {
-  char buf[32];
-  if (us >= 10000.0) {
-    std::snprintf(buf, sizeof buf, "%7.0f", us);
-  } else if (us >= 100.0) {
-    std::snprintf(buf, sizeof buf, "%7.1f", us);
-  } else {
-    std::snprintf(buf, sizeof buf, "%7.2f", us);
-  }
-  return buf;
 }
 
 std::string bytes_text(std::int64_t b) {
@@ -133,7 +121,6 @@ int run_collective(const CollectiveOptions& o) {
     size *= o.factor;
   }
 
-  const double bus_factor = (kind == sim::CollectiveKind::kAllReduce ? 2.0 : 1.0) * (o.ranks - 1) / o.ranks;
   std::printf("# prefetchlab collective: NCCL tuner model of %s_perf on %s, %d ranks on %d node(s), %s; "
               "ring graph %d channels x %.1f GB/s\n",
               o.op.c_str(), profile.name.c_str(), o.ranks, nodes, model.path_description().c_str(),
@@ -166,26 +153,12 @@ int run_collective(const CollectiveOptions& o) {
   }
   std::printf("# Chosen algorithm/protocol/channels by size: %s\n", ranges.c_str());
   std::printf("#\n");
-  std::printf("#                                                              out-of-place                       in-place          \n");
-  std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
-  std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n");
-  const char* redop = kind == sim::CollectiveKind::kAllGather ? "none" : "sum";
-  double bw_sum = 0;
+  std::vector<NcclTestsTableRow> table;
   for (const Row& row : rows) {
     const double us = static_cast<double>(row.choice.duration_ns) / 1e3;
-    const double algbw = us > 0 ? static_cast<double>(row.bytes) / 1e9 / (us * 1e-6) : 0;
-    const double busbw = algbw * bus_factor;
-    bw_sum += 2 * busbw;
-    std::printf("%12lld  %12lld  %8s  %6s  %6i", static_cast<long long>(row.bytes),
-                static_cast<long long>(row.count), o.type.c_str(), redop, -1);
-    for (int placement = 0; placement < 2; ++placement) {
-      std::printf("  %7s  %6.2f  %6.2f  %5s", time_text(us).c_str(), algbw, busbw, "N/A");
-    }
-    std::printf("\n");
+    table.push_back({row.bytes, row.count, us, us});  // the model has one time for both placements
   }
-  std::printf("# Out of bounds values : 0 OK\n");
-  std::printf("# %-20s : %g \n", "Avg bus bandwidth", bw_sum / (2.0 * static_cast<double>(rows.size())));
-  std::printf("#\n");
+  print_nccl_tests_table(*op, o.ranks, o.type, table);
   return kExitOk;
 }
 

@@ -89,6 +89,7 @@ constexpr Range kScale{0, false, kMaxScale,
 constexpr Range kBusBandwidth{
     0, true, 1e15, "a number in (0, 1e15] (GB/s, nccl-tests busbw, e.g. 360), or derived"};
 // A slowdown factor: 0 = no contention, 1 = twice as long; beyond 10 is a typo.
+constexpr Range kHalfVolume{0, true, 1e18, "a GEMM volume M*N*K in (0, 1e18], e.g. 2.54e9"};
 constexpr Range kContention{0, false, 10, "a slowdown fraction in [0, 10] (0 = off, e.g. 0.19)"};
 constexpr Range kLatency{0, false, kMaxMicroseconds,
                          "a number of microseconds in [0, 1000000], or derived"};
@@ -144,6 +145,8 @@ CalibrationConstants read_calibration(const YamlSection& section,
                 c.all_reduce_bus_bandwidth_bytes_per_s, gb_per_s);
   read_override(section, "collective_latency_us", kLatency, c.collective_latency_ns,
                 microseconds_to_ns);
+  read_override(section, "gemm_half_volume_mnk", kHalfVolume, c.gemm_half_volume_mnk,
+                [](double v) { return v; });
   read_number(section, "contention_compute_factor", kContention, c.contention_compute_factor);
   read_number(section, "contention_collective_factor", kContention,
               c.contention_collective_factor);

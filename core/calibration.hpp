@@ -13,7 +13,8 @@
 //   allgather_bus_bandwidth_gb_per_s, reduce_scatter_bus_bandwidth_gb_per_s,
 //   all_reduce_bus_bandwidth_gb_per_s                                            (1e9 B/s)
 //   contention_compute_factor, contention_collective_factor                      (fractions)
-//   collective_model: nccl_tuner | ring).
+//   collective_model: nccl_tuner | ring,
+//   gemm_half_volume_mnk (M*N*K, elements^3)).
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -26,6 +27,11 @@ struct CalibrationConstants {
   // Fraction of the dense tensor peak a large GEMM reaches (notes §2.2, MAMF). The default here
   // is for a GPU the notes do not measure; default_gemm_efficiency() picks the measured one.
   double gemm_efficiency = 0.8;
+  // M*N*K at which a GEMM reaches half its plateau rate (the shape-efficiency curve of
+  // sim/compute_model.hpp). Unset = the H100 sweep's fit scaled by the profile's SM count; a
+  // measured device (calibrate --backend) sets its own, since a CPU or another GPU saturates at
+  // very different sizes.
+  std::optional<double> gemm_half_volume_mnk;
   // Fraction of peak memory bandwidth a memory-bound kernel reaches. Notes §2.2: A100 40GB
   // memcpy measured ~1.355 of 1.555 TB/s = 0.87 (PTsolvers/gpu-workshop-JuliaCon23 #7); the only
   // such measurement in the notes, used for every GPU until calibrated.

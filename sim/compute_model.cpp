@@ -59,7 +59,7 @@ ComputeModel::ComputeModel(const core::HardwareProfile& profile,
     throw std::invalid_argument("ComputeModel needs positive peaks and efficiencies");
   }
   effective_flops_per_s_ = *peak * calibration.gemm_efficiency;
-  gemm_half_volume_ =
+  gemm_half_volume_ = calibration.gemm_half_volume_mnk ? *calibration.gemm_half_volume_mnk :
       kGemmHalfVolume * (profile.gpu.sm_count > 0 ? profile.gpu.sm_count / kGemmReferenceSms : 1.0);
   effective_memory_bytes_per_s_ =
       profile.gpu.memory_bandwidth_bytes_per_s * calibration.memory_efficiency;

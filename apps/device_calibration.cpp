@@ -1,0 +1,243 @@
+#include "device_calibration.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <vector>
+
+#include "command_context.hpp"
+#include "core/collective_fit.hpp"
+#include "core/hardware_derived.hpp"
+#include "core/hardware_profile.hpp"
+#include "core/input_error.hpp"
+#include "core/model_config.hpp"
+#include "gpu_backend/device_backend.hpp"
+#include "gpu_backend/microbenchmarks.hpp"
+#include "nccl_tests_table.hpp"
+#include "sim/compute_model.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+// The bundled tiny model's width: every bundled model's GEMM shapes are scaled to it, so the
+// sweep covers their aspect ratios at sizes a CPU runs in seconds.
+constexpr std::int64_t kTinyHidden = 256;
+constexpr std::int64_t kTokens = 32;  // micro_batch x seq_len of the bundled host scenario
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// Every bundled model's distinct Linear shapes (tokens x out x in), scaled to the tiny width.
+std::vector<gpu::GemmShape> bundled_gemm_shapes(const std::filesystem::path& models_dir) {
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
+  for (const auto& name : core::bundled_model_names(models_dir)) {
+    const core::ModelSpec model = core::load_model_file(models_dir / (name + ".yaml"), core::DType::kBF16);
+    const double scale = static_cast<double>(kTinyHidden) / static_cast<double>(std::max<std::int64_t>(1, model.hidden_size));
+    for (const auto& p : model.params) {
+      if (p.gemm_in <= 0) continue;
+      const auto in = std::max<std::int64_t>(8, std::llround(static_cast<double>(p.gemm_in) * scale));
+      const auto out = std::max<std::int64_t>(8, std::llround(static_cast<double>(p.gemm_out) * scale));
+      seen.insert({kTokens, out, in});
+    }
+  }
+  std::vector<gpu::GemmShape> shapes;
+  for (const auto& [m, n, k] : seen) shapes.push_back({m, n, k});
+  return shapes;
+}
+
+struct GemmFit {
+  double flops_per_s = 0;
+  double half_volume_mnk = 0;
+  std::vector<double> predicted_ns;
+  double rms_relative_error = 0;
+};
+
+// The simulator's own GEMM model (sim::ComputeModel::gemm_ns: peak x efficiency x shape
+// fraction 1 / (1 + (v0 / MNK)^p)) fitted to the measurements: v0 over a log grid, the rate in
+// closed form per v0 (least squares of relative errors), the best pair kept.
+GemmFit fit_gemms(const core::HardwareProfile& base, const std::vector<gpu::GemmTiming>& timings) {
+  constexpr double kReferenceFlops = 1e9;
+  core::HardwareProfile ref = base;
+  ref.gpu.bf16_dense_flops_per_s = kReferenceFlops;
+  ref.gpu.fp16_dense_flops_per_s.reset();
+  GemmFit best;
+  best.rms_relative_error = INFINITY;
+  for (int step = 0; step <= 130; ++step) {
+    const double v0 = std::pow(10.0, step / 10.0);
+    core::CalibrationConstants c = ref.calibration;
+    c.gemm_efficiency = 1.0;
+    c.compute_time_scale = 1.0;
+    c.gemm_half_volume_mnk = v0;
+    const sim::ComputeModel model(ref, c, core::DType::kBF16);
+    std::vector<double> p;
+    double num = 0, den = 0;
+    for (const auto& t : timings) {
+      p.push_back(static_cast<double>(model.gemm_ns(t.shape.m, t.shape.n, t.shape.k)));
+      const double r = p.back() / t.time_ns;
+      num += r, den += r * r;
+    }
+    if (den <= 0) continue;
+    const double s = num / den;  // measured ~ predicted x s
+    double err = 0;
+    for (std::size_t i = 0; i < timings.size(); ++i) err += std::pow(p[i] * s / timings[i].time_ns - 1, 2);
+    err = std::sqrt(err / static_cast<double>(timings.size()));
+    if (err < best.rms_relative_error) {
+      best.rms_relative_error = err;
+      best.half_volume_mnk = v0;
+      best.flops_per_s = kReferenceFlops / s;
+      best.predicted_ns.clear();
+      for (const double x : p) best.predicted_ns.push_back(x * s);
+    }
+  }
+  return best;
+}
+
+std::vector<NcclTestsTableRow> table_rows(const std::vector<gpu::CollectiveTiming>& timings) {
+  std::vector<NcclTestsTableRow> rows;
+  for (const auto& t : timings) rows.push_back({t.bytes, t.count, t.out_of_place_us, t.in_place_us});
+  return rows;
+}
+
+core::CollectiveFit fit(const std::vector<gpu::CollectiveTiming>& timings, int ranks, double tolerance) {
+  std::vector<core::FitPoint> points;
+  for (const auto& t : timings) points.push_back({t.bytes, t.out_of_place_us});
+  return core::fit_collective(points, static_cast<double>(ranks - 1) / ranks, tolerance);
+}
+
+}  // namespace
+
+int run_device_calibration(const DeviceCalibrationOptions& o) {
+  const auto backend = gpu::parse_backend(o.backend);
+  if (!backend) throw core::InputError({"<command line>", 0}, "--backend", "is '" + o.backend + "'", "host or cuda");
+  const core::HardwareProfile base = core::load_hardware_profile(o.base);
+  if (o.ranks > base.gpus_per_node) {
+    throw core::InputError({"<command line>", 0}, "--ranks", std::to_string(o.ranks) + " ranks but the base profile " +
+                           base.name + " has " + std::to_string(base.gpus_per_node) + " GPUs per node",
+                           "at most gpus_per_node ranks, or another --base");
+  }
+  gpu::DeviceGroupOptions group_options;
+  group_options.world_size = o.ranks;
+  group_options.capacity_bytes = static_cast<std::uint64_t>(base.gpu.memory_bytes);
+  std::unique_ptr<gpu::DeviceGroup> group;
+  try {
+    group = gpu::make_device_group(*backend, group_options);
+  } catch (const gpu::BackendUnavailable& e) {
+    throw core::InputError({"<command line>", 0}, "--backend", e.what(), "a backend this machine can run");
+  }
+
+  gpu::MicrobenchmarkOptions mb;
+  mb.iterations = o.iterations;
+  for (std::int64_t size = 4 << 10; size <= (16 << 20); size *= 4) mb.collective_sizes_bytes.push_back(size);
+  mb.gemm_shapes = bundled_gemm_shapes(bundled_data().models_dir);
+  const gpu::MicrobenchmarkResults r = gpu::run_microbenchmarks(*group, mb);
+
+  std::printf("# calibrate --backend %s: %d rank(s), bf16, %d timed repetitions per point\n", o.backend.c_str(),
+              o.ranks, o.iterations);
+  std::map<std::string, std::string> values;  // calibration key -> text
+  std::ostringstream notes;
+  if (o.ranks > 1) {
+    for (const auto& [op, timings] : {std::pair{core::NcclTestsOp::kAllGather, &r.all_gather},
+                                      std::pair{core::NcclTestsOp::kReduceScatter, &r.reduce_scatter}}) {
+      std::printf("#\n# %s_perf (measured on the %s device)\n", core::nccl_tests_op_name(op), o.backend.c_str());
+      print_nccl_tests_table(op, o.ranks, "bfloat16", table_rows(*timings));
+      const core::CollectiveFit f = fit(*timings, o.ranks, o.tolerance);
+      std::printf("# fit: latency %.2f us, busBW %.3f GB/s\n", f.latency_us(), f.bus_bandwidth_gb_per_s());
+      if (f.bus_bandwidth_gb_per_s() <= 0) {
+        throw std::runtime_error(std::string(core::nccl_tests_op_name(op)) +
+                                 ": the largest sizes' times did not grow with size; no bus bandwidth can be fitted");
+      }
+      const char* key = op == core::NcclTestsOp::kAllGather ? "allgather_bus_bandwidth_gb_per_s"
+                                                             : "reduce_scatter_bus_bandwidth_gb_per_s";
+      values[key] = fmt("%.6g", f.bus_bandwidth_gb_per_s());
+      if (op == core::NcclTestsOp::kAllGather) values["collective_latency_us"] = fmt("%.6g", std::max(0.0, f.latency_us()));
+      notes << "#   " << core::nccl_tests_op_name(op) << ": latency " << fmt("%.2f", f.latency_us()) << " us, busBW "
+            << fmt("%.3f", f.bus_bandwidth_gb_per_s()) << " GB/s\n";
+    }
+    values["collective_model"] = "ring";  // the measured figures, not NCCL's tuner tables
+  } else {
+    std::printf("#\n# one rank: collective fits skipped (a collective needs 2+ ranks); the base's stay\n");
+    notes << "#   one rank: collective fits skipped, the base profile's collective figures stay\n";
+  }
+
+  const GemmFit g = fit_gemms(base, r.gemms);
+  std::printf("#\n# GEMMs (bundled models' Linear shapes scaled to hidden %lld, %lld tokens)\n", static_cast<long long>(kTinyHidden),
+              static_cast<long long>(kTokens));
+  std::printf("# %6s %6s %6s %14s %14s %8s\n", "M", "N", "K", "measured (us)", "fitted (us)", "error");
+  for (std::size_t i = 0; i < r.gemms.size(); ++i) {
+    const auto& t = r.gemms[i];
+    std::printf("  %6lld %6lld %6lld %14.2f %14.2f %7.1f%%\n", static_cast<long long>(t.shape.m),
+                static_cast<long long>(t.shape.n), static_cast<long long>(t.shape.k), t.time_ns / 1e3,
+                g.predicted_ns[i] / 1e3, 100 * (g.predicted_ns[i] - t.time_ns) / t.time_ns);
+  }
+  std::printf("# fit: plateau %.4g TFLOPS, half-rate volume M*N*K %.3g, rms error %.1f%%\n", g.flops_per_s / 1e12,
+              g.half_volume_mnk, 100 * g.rms_relative_error);
+  std::printf("# memory pass %.2f GB/s; host->device %.2f GB/s, device->host %.2f GB/s\n", r.memory_bytes_per_s / 1e9,
+              r.host_to_device_bytes_per_s / 1e9, r.device_to_host_bytes_per_s / 1e9);
+  std::printf("# launch: kernel %.2f us, collective %.2f us (host enqueue)\n", r.kernel_launch_ns / 1e3,
+              r.collective_launch_ns / 1e3);
+  const auto& ct = r.contention;
+  const double compute_factor = std::clamp(ct.gemm_overlapped_ns / ct.gemm_alone_ns - 1, 0.0, 10.0);
+  const double collective_factor = std::clamp(ct.collective_overlapped_ns / ct.collective_alone_ns - 1, 0.0, 10.0);
+  std::printf("# contention: GEMMs %.3f -> %.3f ms overlapped (+%.1f%%), all-gathers %.3f -> %.3f ms (+%.1f%%)\n",
+              ct.gemm_alone_ns / 1e6, ct.gemm_overlapped_ns / 1e6, 100 * compute_factor, ct.collective_alone_ns / 1e6,
+              ct.collective_overlapped_ns / 1e6, 100 * collective_factor);
+
+  // Rates above the base's peaks raise the peaks (efficiency 1): the profile says what the
+  // device does, not what the base's datasheet says.
+  YAML::Node root = YAML::LoadFile(o.base.string());
+  const double peak = *core::peak_dense_flops_per_s(base, core::DType::kBF16);
+  double gemm_efficiency = g.flops_per_s / peak;
+  if (gemm_efficiency > 1) {
+    root["gpu"]["bf16_dense_tflops"] = fmt("%.6g", g.flops_per_s / 1e12);
+    root["gpu"]["fp16_dense_tflops"] = fmt("%.6g", g.flops_per_s / 1e12);
+    gemm_efficiency = 1;
+  }
+  double memory_efficiency = r.memory_bytes_per_s / base.gpu.memory_bandwidth_bytes_per_s;
+  if (memory_efficiency > 1) {
+    root["gpu"]["memory_bandwidth_gb_per_s"] = fmt("%.6g", r.memory_bytes_per_s / 1e9);
+    memory_efficiency = 1;
+  }
+  values["gemm_efficiency"] = fmt("%.6g", gemm_efficiency);
+  values["gemm_half_volume_mnk"] = fmt("%.6g", g.half_volume_mnk);
+  values["memory_efficiency"] = fmt("%.6g", memory_efficiency);
+  values["kernel_launch_us"] = fmt("%.6g", r.kernel_launch_ns / 1e3);
+  // The executor's module hooks are C++ coordinator calls, about one enqueue's cost; no
+  // microbenchmark isolates them (DeepSpeed's Python hooks cost far more).
+  values["hook_overhead_us"] = fmt("%.6g", r.kernel_launch_ns / 1e3);
+  values["collective_launch_us"] = fmt("%.6g", r.collective_launch_ns / 1e3);
+  values["contention_compute_factor"] = fmt("%.6g", compute_factor);
+  values["contention_collective_factor"] = fmt("%.6g", collective_factor);
+  root["name"] = std::filesystem::path(o.output).stem().string();
+  root["host_link"]["measured_host_to_device_gb_per_s"] = fmt("%.6g", r.host_to_device_bytes_per_s / 1e9);
+  root["host_link"]["measured_device_to_host_gb_per_s"] = fmt("%.6g", r.device_to_host_bytes_per_s / 1e9);
+  for (const auto& [k, v] : values) root["calibration"][k] = v;
+
+  YAML::Emitter emitter;
+  emitter << root;
+  {
+    std::ofstream out(o.output);
+    if (!out) throw core::InputError({o.output, 0}, "-o", "cannot write the file", "a writable path");
+    out << "# Calibrated by `prefetchlab calibrate --backend " << o.backend << "` on " << o.ranks
+        << " rank(s) over base " << o.base.string() << " (microbenchmarks only; no scenario run)\n"
+        << notes.str() << "#   GEMM plateau " << fmt("%.4g", g.flops_per_s / 1e12) << " TFLOPS (bf16), half-rate M*N*K "
+        << fmt("%.3g", g.half_volume_mnk) << ", rms error " << fmt("%.1f", 100 * g.rms_relative_error) << "%\n"
+        << "#   hook_overhead_us is the kernel launch cost (an estimate: no microbenchmark isolates a hook)\n"
+        << emitter.c_str() << "\n";
+  }
+  core::load_hardware_profile(o.output);  // what was written must load
+  std::printf("wrote %s\n", o.output.c_str());
+  return kExitOk;
+}
+
+}  // namespace prefetchlab::apps

@@ -1,0 +1,229 @@
+#include "validate_command.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "command_context.hpp"
+#include "core/csv_row_writer.hpp"
+#include "core/input_error.hpp"
+#include "core/metrics.hpp"
+#include "core/metrics_csv.hpp"
+#include "core/scenario.hpp"
+#include "core/trace_mode.hpp"
+#include "gpu_backend/device_backend.hpp"
+#include "gpu_backend/executor.hpp"
+#include "sim/world.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+struct ValidateOptions {
+  std::string scenario;
+  std::string backend = "host";
+  std::string hardware;
+  std::string output_dir;
+  int repeats = 3;
+  std::vector<std::string> overrides;
+};
+
+// One compared metric: its steady value from a run's summary and per iteration.
+struct MetricDef {
+  const char* name;     // validate.csv column stem (units in the name)
+  const char* label;
+  bool relative_to_step;  // error as a fraction of the real step time (stalls may be ~0)
+  std::int64_t (*summary)(const core::SummaryStats&);
+  std::int64_t (*per_iteration)(const core::IterationRecord&);
+};
+
+const MetricDef kMetrics[] = {
+    {"step_time_ns", "steady step time", false, [](const core::SummaryStats& s) { return s.steady_step_time_ns; },
+     [](const core::IterationRecord& r) { return r.step_time_ns; }},
+    {"forward_stall_ns", "forward stall", true, [](const core::SummaryStats& s) { return s.mean_forward_stall_ns; },
+     [](const core::IterationRecord& r) { return r.forward_stall_ns; }},
+    {"backward_stall_ns", "backward stall", true, [](const core::SummaryStats& s) { return s.mean_backward_stall_ns; },
+     [](const core::IterationRecord& r) { return r.backward_stall_ns; }},
+    {"peak_allocated_bytes", "peak allocated", false, [](const core::SummaryStats& s) { return s.peak_allocated_bytes; },
+     [](const core::IterationRecord& r) { return r.peak_allocated_bytes; }},
+    {"peak_reserved_bytes", "peak reserved", false, [](const core::SummaryStats& s) { return s.peak_reserved_bytes; },
+     [](const core::IterationRecord& r) { return r.peak_reserved_bytes; }},
+    // The bucket trajectory: its steady mean here, every iteration in validate.csv.
+    {"bucket_numel", "bucket (mean)", false,
+     [](const core::SummaryStats& s) {
+       const auto& t = s.bucket_trajectory_numel;
+       const auto from = static_cast<std::size_t>(std::min<int>(s.iterations - s.steady_iterations, static_cast<int>(t.size())));
+       double sum = 0;
+       for (std::size_t i = from; i < t.size(); ++i) sum += static_cast<double>(t[i]);
+       return t.size() > from ? static_cast<std::int64_t>(sum / static_cast<double>(t.size() - from)) : std::int64_t{0};
+     },
+     [](const core::IterationRecord& r) { return r.bucket_numel; }},
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+std::string shown(const MetricDef& m, double v) {
+  char buf[48];
+  const std::string name = m.name;
+  if (name.ends_with("_ns")) {
+    std::snprintf(buf, sizeof buf, "%.3f ms", v / 1e6);
+  } else if (name.ends_with("_bytes")) {
+    std::snprintf(buf, sizeof buf, "%.2f MiB", v / (1024.0 * 1024.0));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  }
+  return buf;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * fraction);
+  return buf;
+}
+
+int validate(const ValidateOptions& o) {
+  const auto backend = gpu::parse_backend(o.backend);
+  if (!backend) throw core::InputError({"<command line>", 0}, "--backend", "is '" + o.backend + "'", "host or cuda");
+  std::vector<std::string> overrides = o.overrides;
+  if (!o.hardware.empty()) overrides.push_back("cluster.hardware=" + o.hardware);
+  const core::Scenario scenario = core::load_scenario(o.scenario, overrides, bundled_data());
+  const std::filesystem::path dir = o.output_dir.empty() ? scenario.output.dir / "validate" : std::filesystem::path(o.output_dir);
+  std::filesystem::create_directories(dir);
+  const int warmup = static_cast<int>(scenario.training.warmup_iterations);
+
+  // Real side: `repeats` independent runs (a fresh device group each), so the spread of the
+  // measurement itself is known.
+  gpu::DeviceGroupOptions group_options;
+  group_options.world_size = static_cast<int>(scenario.cluster.world_size());
+  group_options.capacity_bytes = static_cast<std::uint64_t>(scenario.cluster.hardware.gpu.memory_bytes);
+  group_options.allocator = scenario.memory.allocator;
+  std::vector<gpu::ExecutorResult> runs;
+  std::vector<core::SummaryStats> real_stats;
+  for (int rep = 0; rep < o.repeats; ++rep) {
+    std::unique_ptr<gpu::DeviceGroup> group;
+    try {
+      group = gpu::make_device_group(*backend, group_options);
+    } catch (const gpu::BackendUnavailable& e) {
+      throw core::InputError({"<command line>", 0}, "--backend", e.what(), "a backend this machine can run");
+    }
+    std::optional<gpu::Executor> executor;
+    try {
+      executor.emplace(scenario, *group);
+    } catch (const std::invalid_argument& e) {
+      throw core::InputError({o.scenario, 0}, "", e.what(), "a scenario the real backend runs (no offload, checkpointing or divergence)");
+    }
+    runs.push_back(executor->run());
+    if (runs.back().status != core::RunStatus::kOk) {
+      std::cerr << "error: the " << o.backend << " run " << rep + 1 << " of " << scenario.name << " ended "
+                << core::run_status_name(runs.back().status) << ": " << runs.back().message << "\n";
+      return core::run_status_exit_code(runs.back().status);
+    }
+    real_stats.push_back(core::summarize(runs.back().metrics, warmup));
+  }
+  // The run whose steady step time is the median stands for the real side per iteration.
+  std::vector<std::size_t> order(runs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return real_stats[a].steady_step_time_ns < real_stats[b].steady_step_time_ns;
+  });
+  const gpu::ExecutorResult& real = runs[order[order.size() / 2]];
+
+  sim::World world(scenario, false);
+  const sim::WorldResult simulated = world.run();
+  if (simulated.status != core::RunStatus::kOk) {
+    std::cerr << "error: the simulation of " << scenario.name << " ended " << core::run_status_name(simulated.status)
+              << ": " << simulated.message << "\n";
+    return core::run_status_exit_code(simulated.status);
+  }
+  const core::SummaryStats sim_stats = core::summarize(simulated.metrics, warmup);
+
+  {
+    core::SamplesCsv samples(dir / "samples.csv", {core::kHostWaitColumn, core::kHostIntervalColumn, core::kPeakReservedColumn});
+    samples.append(real.metrics.samples);
+    core::BucketsCsv buckets(dir / "buckets.csv");
+    buckets.append(real.metrics.buckets);
+    core::IterationsCsv iterations(dir / "iterations.csv");
+    for (const auto& record : real.metrics.iterations) iterations.append(record);
+  }
+  {
+    std::vector<std::string> header{"iteration", "trace_mode"};
+    for (const auto& m : kMetrics) {
+      header.push_back(std::string("real_") + m.name);
+      header.push_back(std::string("simulated_") + m.name);
+    }
+    core::CsvRowWriter csv(dir / "validate.csv", header);
+    const std::size_t n = std::min(real.metrics.iterations.size(), simulated.metrics.iterations.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& r = real.metrics.iterations[i];
+      const auto& s = simulated.metrics.iterations[i];
+      std::vector<core::CsvField> row{r.iteration, core::trace_mode_name(r.trace_mode)};
+      for (const auto& m : kMetrics) {
+        row.emplace_back(m.per_iteration(r));
+        row.emplace_back(m.per_iteration(s));
+      }
+      csv.append(row);
+    }
+  }
+
+  std::cout << scenario.name << ": " << o.backend << " device vs simulator (" << scenario.cluster.hardware.name << "), "
+            << scenario.cluster.world_size() << " rank(s), " << runs.size() << " real run(s) of "
+            << real.metrics.iterations.size() << " iterations (" << real_stats.front().steady_iterations << " steady)\n"
+            << "real = median of the runs; spread = (max - min) / median over the runs; error = (simulated - real) / "
+               "real, stalls relative to the real step time\n";
+  std::printf("%-18s %14s %14s %9s %9s\n", "metric", "real", "simulated", "error", "spread");
+  const double real_step = median([&] {
+    std::vector<double> v;
+    for (const auto& s : real_stats) v.push_back(static_cast<double>(s.steady_step_time_ns));
+    return v;
+  }());
+  core::CsvRowWriter summary(dir / "validate_summary.csv",
+                             {"metric", "real", "simulated", "error", "error_basis", "real_spread", "real_runs"});
+  for (const auto& m : kMetrics) {
+    std::vector<double> values;
+    for (const auto& s : real_stats) values.push_back(static_cast<double>(m.summary(s)));
+    const double r = median(values);
+    const double sv = static_cast<double>(m.summary(sim_stats));
+    const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+    const double basis = m.relative_to_step ? real_step : r;
+    // A zero basis (nothing measured) would make every error infinite: say so instead.
+    const double error = basis > 0 ? (sv - r) / basis : (sv == r ? 0.0 : std::nan(""));
+    const double spread = r > 0 ? (*hi - *lo) / r : (*hi == *lo ? 0.0 : std::nan(""));
+    std::printf("%-18s %14s %14s %9s %9s\n", m.label, shown(m, r).c_str(), shown(m, sv).c_str(),
+                (percent(error) + (m.relative_to_step ? "*" : "")).c_str(), percent(spread).c_str() + 1);
+    summary.append({m.name, r, sv, error, m.relative_to_step ? "real_step_time" : "real", spread,
+                    static_cast<std::int64_t>(runs.size())});
+  }
+  bool same_trajectory = real_stats[0].bucket_trajectory_numel == sim_stats.bucket_trajectory_numel;
+  std::cout << "(* of the real step time)\nbucket trajectory: "
+            << (same_trajectory ? "identical to the simulator's" : "differs from the simulator's") << "\n"
+            << "outputs in: " << dir.string() << " (validate.csv, validate_summary.csv, and the real run's samples.csv, "
+               "buckets.csv, iterations.csv)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* add_validate_command(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<ValidateOptions>();
+  CLI::App* c = app.add_subcommand("validate", "Run a scenario on a real device and in the simulator; report per-metric error");
+  c->add_option("scenario", o->scenario, "scenario YAML")->required();
+  c->add_option("--backend", o->backend, "host (threads; runs anywhere) or cuda (GPUs with NCCL)")->required();
+  c->add_option("--hardware", o->hardware, "hardware profile for the simulator (e.g. from calibrate --backend)");
+  c->add_option("-o,--output", o->output_dir, "output folder (default: <scenario output.dir>/validate)");
+  c->add_option("--repeats", o->repeats, "real runs, for the measurement's spread (default 3)")->check(CLI::Range(1, 100));
+  c->add_option("--set", o->overrides, "override a scenario key: key.path=value");
+  c->callback([o, exit_code] { *exit_code = run_guarded([&] { return validate(*o); }); });
+  return c;
+}
+
+}  // namespace prefetchlab::apps

@@ -1,0 +1,10 @@
+#pragma once
+// `prefetchlab validate`: one scenario on a real device (gpu::Executor) and in the simulator,
+// compared metric by metric (DESIGN.md "The real backend").
+#include <CLI/CLI.hpp>
+
+namespace prefetchlab::apps {
+
+CLI::App* add_validate_command(CLI::App& app, int* exit_code);
+
+}  // namespace prefetchlab::apps

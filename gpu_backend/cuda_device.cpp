@@ -1,0 +1,399 @@
+#include "gpu_backend/cuda_device.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <deque>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "core/caching_allocator.hpp"
+#include "core/device_memory.hpp"
+#include "gpu_backend/cuda_kernels.hpp"
+#include "gpu_backend/device_backend.hpp"
+#include "gpu_backend/failure_state.hpp"
+
+namespace prefetchlab::gpu {
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
+}
+void check(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(r));
+}
+
+void* ptr(DeviceSpan s) { return reinterpret_cast<void*>(s.address); }
+
+cudaDataType_t cuda_type(ElementType t) {
+  switch (t) {
+    case ElementType::kBF16: return CUDA_R_16BF;
+    case ElementType::kFP16: return CUDA_R_16F;
+    case ElementType::kFP32: return CUDA_R_32F;
+    case ElementType::kFP64: return CUDA_R_64F;
+  }
+  return CUDA_R_32F;
+}
+ncclDataType_t nccl_type(ElementType t) {
+  switch (t) {
+    case ElementType::kBF16: return ncclBfloat16;
+    case ElementType::kFP16: return ncclFloat16;
+    case ElementType::kFP32: return ncclFloat32;
+    case ElementType::kFP64: return ncclFloat64;
+  }
+  return ncclFloat32;
+}
+cuda::KernelType kernel_type(ElementType t) {
+  switch (t) {
+    case ElementType::kBF16: return cuda::KernelType::kBF16;
+    case ElementType::kFP16: return cuda::KernelType::kFP16;
+    case ElementType::kFP32: return cuda::KernelType::kFP32;
+    case ElementType::kFP64: break;
+  }
+  throw std::invalid_argument("the CUDA device has no fp64 memory-bound kernels");
+}
+std::size_t count_of(std::uint64_t bytes, ElementType t) { return static_cast<std::size_t>(bytes / element_bytes(t)); }
+
+// cudaMalloc under the caching allocator, bounded by what the GPU has.
+class CudaMemory final : public core::DeviceMemory {
+ public:
+  explicit CudaMemory(std::uint64_t capacity_bytes) : capacity_bytes_(capacity_bytes) {}
+  std::optional<core::DeviceAddress> device_malloc(std::uint64_t size_bytes) override {
+    void* p = nullptr;
+    if (cudaMalloc(&p, size_bytes) != cudaSuccess) {
+      (void)cudaGetLastError();  // clear the sticky-free OOM error
+      return std::nullopt;
+    }
+    used_bytes_ += size_bytes;
+    return reinterpret_cast<core::DeviceAddress>(p);
+  }
+  void device_free(core::DeviceAddress address, std::uint64_t size_bytes) override {
+    check(cudaFree(reinterpret_cast<void*>(address)), "cudaFree");  // synchronises the device, as in PyTorch
+    used_bytes_ -= size_bytes;
+  }
+  std::uint64_t capacity_bytes() const override { return capacity_bytes_; }
+  std::uint64_t used_bytes() const override { return used_bytes_; }
+
+ private:
+  std::uint64_t capacity_bytes_;
+  std::uint64_t used_bytes_ = 0;
+};
+
+class CudaDeviceGroup;
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(int rank, CudaDeviceGroup& group, ncclComm_t comm, const CudaDeviceOptions& options);
+  ~CudaDevice() override;
+
+  int rank() const override { return rank_; }
+  int world_size() const override;
+
+  StreamId create_stream(std::string_view) override {
+    bind();
+    cudaStream_t s = nullptr;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    streams_.push_back(s);
+    enqueued_.push_back(0);
+    pending_.emplace_back();
+    return static_cast<StreamId>(streams_.size() - 1);
+  }
+  EventId record(StreamId stream) override {
+    bind();
+    failure().throw_if_failed();
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreate(&e), "cudaEventCreate");
+    check(cudaEventRecord(e, get(stream)), "cudaEventRecord");
+    events_.push_back(e);
+    return static_cast<EventId>(events_.size() - 1);
+  }
+  void wait(StreamId stream, EventId event) override {
+    bind();
+    check(cudaStreamWaitEvent(get(stream), event_at(event), 0), "cudaStreamWaitEvent");
+    ++enqueued_[stream];
+  }
+  bool query(EventId event) override {
+    bind();
+    const cudaError_t e = cudaEventQuery(event_at(event));
+    if (e == cudaErrorNotReady) return false;
+    check(e, "cudaEventQuery");
+    return true;
+  }
+  void synchronize(EventId event) override { block_until(event_at(event), "event " + std::to_string(event)); }
+  void synchronize_all() override {
+    for (StreamId s = 0; s < streams_.size(); ++s) synchronize(record(s));
+  }
+  std::int64_t elapsed_ns(EventId from, EventId to) override {
+    bind();
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, event_at(from), event_at(to)), "cudaEventElapsedTime");
+    return static_cast<std::int64_t>(static_cast<double>(ms) * 1e6);
+  }
+
+  std::optional<DeviceBuffer> allocate(std::uint64_t bytes, StreamId stream) override {
+    bind();
+    failure().throw_if_failed();
+    get(stream);
+    poll_pending();
+    core::MallocResult result = allocator_.malloc(bytes, stream);
+    if (!result) {
+      last_oom_ = result.oom;
+      return std::nullopt;
+    }
+    const core::BlockInfo info = allocator_.info(*result.block);
+    return DeviceBuffer{*result.block, DeviceSpan{info.address, bytes}, stream};
+  }
+  void free(const DeviceBuffer& buffer) override {
+    bind();
+    // Each stream's current end, as a point the allocator can wait for (PyTorch records a
+    // cudaEvent per stream the block was used on).
+    for (StreamId s = 0; s < streams_.size(); ++s) {
+      allocator_.note_enqueued(s, enqueued_[s]);
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+      check(cudaEventRecord(e, streams_[s]), "cudaEventRecord");
+      pending_[s].emplace_back(enqueued_[s], e);
+    }
+    allocator_.free(buffer.block);
+  }
+  void record_stream(const DeviceBuffer& buffer, StreamId stream) override {
+    get(stream);
+    allocator_.record_stream(buffer.block, stream);
+  }
+  const core::MemoryStats& memory_stats() override { return allocator_.stats(); }
+  void reset_peak_memory_stats() override { allocator_.reset_peak_stats(); }
+  std::optional<core::OutOfMemory> last_out_of_memory() const override { return last_oom_; }
+
+  void copy_host_to_device(StreamId stream, DeviceSpan dst, const void* host) override {
+    enqueue(stream, cudaMemcpyAsync(ptr(dst), host, dst.bytes, cudaMemcpyHostToDevice, get(stream)), "cudaMemcpyAsync H2D");
+  }
+  void copy_device_to_host(StreamId stream, void* host, DeviceSpan src) override {
+    enqueue(stream, cudaMemcpyAsync(host, ptr(src), src.bytes, cudaMemcpyDeviceToHost, get(stream)), "cudaMemcpyAsync D2H");
+  }
+  void copy_device_to_device(StreamId stream, DeviceSpan dst, DeviceSpan src) override {
+    if (dst.bytes != src.bytes) throw std::invalid_argument("device copy between spans of different sizes");
+    enqueue(stream, cudaMemcpyAsync(ptr(dst), ptr(src), src.bytes, cudaMemcpyDeviceToDevice, get(stream)), "cudaMemcpyAsync D2D");
+  }
+
+  void all_gather(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type) override {
+    if (recv.bytes != send.bytes * static_cast<std::uint64_t>(world_size())) throw std::invalid_argument("all_gather: recv is not world_size x send");
+    bind();
+    check(ncclAllGather(ptr(send), ptr(recv), count_of(send.bytes, type), nccl_type(type), comm_, get(stream)), "ncclAllGather");
+    ++enqueued_[stream];
+  }
+  void reduce_scatter(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type, ReduceOp op) override {
+    if (send.bytes != recv.bytes * static_cast<std::uint64_t>(world_size())) throw std::invalid_argument("reduce_scatter: send is not world_size x recv");
+    bind();
+    check(ncclReduceScatter(ptr(send), ptr(recv), count_of(recv.bytes, type), nccl_type(type), op == ReduceOp::kSum ? ncclSum : ncclMax,
+                            comm_, get(stream)),
+          "ncclReduceScatter");
+    ++enqueued_[stream];
+  }
+  void all_reduce(StreamId stream, DeviceSpan buffer, ElementType type, ReduceOp op) override {
+    bind();
+    check(ncclAllReduce(ptr(buffer), ptr(buffer), count_of(buffer.bytes, type), nccl_type(type), op == ReduceOp::kSum ? ncclSum : ncclMax,
+                        comm_, get(stream)),
+          "ncclAllReduce");
+    ++enqueued_[stream];
+  }
+
+  void gemm(StreamId stream, const GemmArgs& g) override {
+    bind();
+    check(cublasSetStream(cublas_, get(stream)), "cublasSetStream");
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+    check(cublasGemmEx(cublas_, g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       static_cast<int>(g.n), static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha, ptr(g.b), cuda_type(g.type),
+                       static_cast<int>(g.ldb), ptr(g.a), cuda_type(g.type), static_cast<int>(g.lda), &g.beta, ptr(g.c),
+                       cuda_type(g.type), static_cast<int>(g.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+    ++enqueued_[stream];
+  }
+  void elementwise(StreamId stream, const ElementwiseArgs& e) override {
+    bind();
+    const cuda::KernelOp op = e.op == ElementwiseOp::kScale      ? cuda::KernelOp::kScale
+                              : e.op == ElementwiseOp::kMultiply ? cuda::KernelOp::kMultiply
+                                                                 : cuda::KernelOp::kAxpy;
+    enqueue(stream, cuda::launch_elementwise(op, kernel_type(e.type), ptr(e.dst), ptr(e.a), ptr(e.b), e.numel, e.alpha, get(stream)),
+            "elementwise kernel");
+  }
+  void adam(StreamId stream, const AdamArgs& a) override {
+    bind();
+    enqueue(stream,
+            cuda::launch_adam(kernel_type(a.param_type), ptr(a.params), ptr(a.grads), static_cast<float*>(ptr(a.master)),
+                              static_cast<float*>(ptr(a.exp_avg)), static_cast<float*>(ptr(a.exp_avg_sq)), a.numel, a.lr,
+                              a.beta1, a.beta2, a.eps, a.step, get(stream)),
+            "adam kernel");
+  }
+  void zero(StreamId stream, DeviceSpan span) override {
+    enqueue(stream, cudaMemsetAsync(ptr(span), 0, span.bytes, get(stream)), "cudaMemsetAsync");
+  }
+
+ private:
+  FailureState& failure();
+  void bind() { check(cudaSetDevice(rank_), "cudaSetDevice"); }
+  cudaStream_t get(StreamId s) {
+    if (s >= streams_.size()) throw std::out_of_range("no stream " + std::to_string(s) + " on rank " + std::to_string(rank_));
+    return streams_[s];
+  }
+  cudaEvent_t event_at(EventId e) {
+    if (e < 0 || static_cast<std::size_t>(e) >= events_.size()) throw std::out_of_range("no event " + std::to_string(e));
+    return events_[static_cast<std::size_t>(e)];
+  }
+  void enqueue(StreamId stream, cudaError_t e, const char* what) {
+    bind();
+    check(e, what);
+    ++enqueued_[stream];
+  }
+  // Streams that passed a point recorded at a free: tell the allocator.
+  void poll_pending() {
+    for (StreamId s = 0; s < pending_.size(); ++s) {
+      while (!pending_[s].empty() && cudaEventQuery(pending_[s].front().second) == cudaSuccess) {
+        allocator_.note_completed(s, pending_[s].front().first);
+        check(cudaEventDestroy(pending_[s].front().second), "cudaEventDestroy");
+        pending_[s].pop_front();
+      }
+    }
+  }
+  void block_until(cudaEvent_t event, const std::string& what);
+
+  int rank_;
+  CudaDeviceGroup& group_;
+  ncclComm_t comm_;
+  std::chrono::milliseconds timeout_;
+  cublasHandle_t cublas_ = nullptr;
+  std::vector<cudaStream_t> streams_;
+  std::vector<core::StreamPoint> enqueued_;
+  std::vector<std::deque<std::pair<core::StreamPoint, cudaEvent_t>>> pending_;
+  std::vector<cudaEvent_t> events_;
+  CudaMemory memory_;
+  core::CachingAllocator allocator_;
+  std::optional<core::OutOfMemory> last_oom_;
+};
+
+class CudaDeviceGroup final : public DeviceGroup {
+ public:
+  explicit CudaDeviceGroup(const CudaDeviceOptions& options) {
+    comms_.resize(static_cast<std::size_t>(options.world_size));
+    std::vector<int> devices;
+    for (int r = 0; r < options.world_size; ++r) devices.push_back(r);
+    check(ncclCommInitAll(comms_.data(), options.world_size, devices.data()), "ncclCommInitAll");
+    for (int r = 0; r < options.world_size; ++r) {
+      devices_.push_back(std::make_unique<CudaDevice>(r, *this, comms_[static_cast<std::size_t>(r)], options));
+    }
+  }
+  ~CudaDeviceGroup() override {
+    devices_.clear();
+    for (ncclComm_t c : comms_) {
+      if (failure_.failed()) {
+        ncclCommAbort(c);
+      } else {
+        ncclCommDestroy(c);
+      }
+    }
+  }
+  int world_size() const override { return static_cast<int>(devices_.size()); }
+  Device& device(int rank) override { return *devices_.at(static_cast<std::size_t>(rank)); }
+  void abort(const RankFailure& failure) override {
+    // Only the first failure aborts the communicators: that frees ranks blocked in NCCL.
+    if (failure_.abort(failure)) {
+      for (ncclComm_t c : comms_) ncclCommAbort(c);
+      aborted_ = true;
+    }
+  }
+  std::optional<RankFailure> failure() const override { return failure_.failure(); }
+  FailureState& failure_state() { return failure_; }
+  ncclResult_t async_error(int rank) {
+    ncclResult_t r = ncclSuccess;
+    if (!aborted_) ncclCommGetAsyncError(comms_[static_cast<std::size_t>(rank)], &r);
+    return r;
+  }
+
+ private:
+  FailureState failure_;
+  std::vector<ncclComm_t> comms_;
+  std::vector<std::unique_ptr<CudaDevice>> devices_;
+  std::atomic<bool> aborted_{false};
+};
+
+std::uint64_t total_memory(int device) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  return total_bytes;
+}
+
+CudaDevice::CudaDevice(int rank, CudaDeviceGroup& group, ncclComm_t comm, const CudaDeviceOptions& options)
+    : rank_(rank), group_(group), comm_(comm), timeout_(options.collective_timeout), memory_(total_memory(rank)),
+      allocator_(memory_, options.allocator) {
+  if (options.allocator.expandable_segments) {
+    throw std::invalid_argument("the CUDA device does not support expandable_segments yet");
+  }
+  bind();
+  check(cublasCreate(&cublas_), "cublasCreate");
+}
+
+CudaDevice::~CudaDevice() {
+  (void)cudaSetDevice(rank_);
+  if (!group_.failure_state().failed()) (void)cudaDeviceSynchronize();
+  allocator_.mark_streams_synchronized();
+  allocator_.empty_cache();
+  for (auto& q : pending_) {
+    for (auto& [point, e] : q) (void)cudaEventDestroy(e);
+  }
+  for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+  for (cudaStream_t s : streams_) (void)cudaStreamDestroy(s);
+  if (cublas_) cublasDestroy(cublas_);
+}
+
+int CudaDevice::world_size() const { return group_.world_size(); }
+FailureState& CudaDevice::failure() { return group_.failure_state(); }
+
+void CudaDevice::block_until(cudaEvent_t event, const std::string& what) {
+  bind();
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const cudaError_t e = cudaEventQuery(event);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) check(e, ("waiting for " + what).c_str());
+    failure().throw_if_failed();
+    if (const ncclResult_t r = group_.async_error(rank_); r != ncclSuccess && r != ncclInProgress) {
+      group_.abort(RankFailure{rank_, "NCCL communicator", ncclGetErrorString(r), FailureKind::kError});
+      failure().throw_if_failed();
+    }
+    if (std::chrono::steady_clock::now() - start > timeout_) {
+      group_.abort(RankFailure{rank_, "host wait on " + what,
+                               "not done after " + std::to_string(timeout_.count()) + " ms (a collective no other rank joined?)",
+                               FailureKind::kTimeout});
+      failure().throw_if_failed();
+    }
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::unique_ptr<DeviceGroup> make_cuda_device_group(const CudaDeviceOptions& options) {
+  const int available = cuda_device_count();
+  if (available < options.world_size) {
+    throw BackendUnavailable("--backend cuda: " + std::to_string(options.world_size) + " rank(s) need as many GPUs, but cudaGetDeviceCount reports " +
+                             std::to_string(available) + (available == 0 ? " (no GPU or no driver)" : ""));
+  }
+  return std::make_unique<CudaDeviceGroup>(options);
+}
+
+}  // namespace prefetchlab::gpu

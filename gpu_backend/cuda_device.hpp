@@ -1,0 +1,36 @@
+#pragma once
+// The CUDA + NCCL device (DESIGN.md "The real backend"): one GPU per rank in one process, one
+// host thread per GPU (the executor's rank threads).
+//   streams   cudaStream_t (non-blocking)
+//   events    cudaEvent_t with timing; host waits poll cudaEventQuery so a failed group or a
+//             stuck collective ends the wait instead of hanging it
+//   memory    core::CachingAllocator on cudaMalloc / cudaFree, stream-use tracked by events
+//   collectives  NCCL (ncclCommInitAll over the group's GPUs); a failure aborts every comm
+//   kernels   cuBLAS cublasGemmEx (bf16/fp16/fp32 in, fp32 accumulation) and the memory-bound
+//             kernels of cuda_kernels.cu
+// Built only when CMake finds the CUDA toolkit and NCCL (gpu_backend/CMakeLists.txt).
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/allocator_options.hpp"
+#include "gpu_backend/device_group.hpp"
+
+namespace prefetchlab::gpu {
+
+struct CudaDeviceOptions {
+  int world_size = 1;  // GPUs 0 .. world_size-1
+  core::AllocatorOptions allocator;
+  // A host wait on a collective (or on work behind one) longer than this fails the run.
+  std::chrono::milliseconds collective_timeout{60'000};
+};
+
+// GPUs cudaGetDeviceCount reports; 0 when there are none or the driver is missing.
+int cuda_device_count();
+
+// Throws BackendUnavailable (device_backend.hpp) when there are fewer GPUs than ranks.
+std::unique_ptr<DeviceGroup> make_cuda_device_group(const CudaDeviceOptions& options);
+
+}  // namespace prefetchlab::gpu

@@ -1,0 +1,42 @@
+#pragma once
+// Which device a real run uses (`--backend host|cuda` of validate and calibrate) and how its
+// group is made: one place that knows whether the CUDA + NCCL device was built.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "core/allocator_options.hpp"
+#include "gpu_backend/device_group.hpp"
+
+namespace prefetchlab::gpu {
+
+enum class Backend { kHost, kCuda };
+
+const char* backend_name(Backend backend);
+// "host" or "cuda"; nullopt for anything else.
+std::optional<Backend> parse_backend(std::string_view name);
+
+// True when this binary was built with the CUDA + NCCL device (gpu_backend/CMakeLists.txt).
+bool cuda_backend_built();
+
+struct DeviceGroupOptions {
+  int world_size = 1;
+  std::uint64_t capacity_bytes = 80ULL << 30;  // the modelled GPU's memory (host device only)
+  core::AllocatorOptions allocator;
+  std::chrono::milliseconds collective_timeout{60'000};
+};
+
+// The backend cannot run here: not built, no GPU, or fewer GPUs than ranks. The message says
+// which and what to do.
+class BackendUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::unique_ptr<DeviceGroup> make_device_group(Backend backend, const DeviceGroupOptions& options);
+
+}  // namespace prefetchlab::gpu

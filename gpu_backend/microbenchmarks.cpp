@@ -1,0 +1,288 @@
+#include "gpu_backend/microbenchmarks.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "gpu_backend/rank_failure.hpp"
+
+namespace prefetchlab::gpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One rank's buffers, freed with the object (after the device has finished with them).
+class Buffers {
+ public:
+  Buffers(Device& device, StreamId stream) : device_(device), stream_(stream) {}
+  ~Buffers() {
+    try {
+      device_.synchronize_all();
+      for (const auto& b : buffers_) device_.free(b);
+    } catch (...) {
+      // A failed group: the device is going away with it.
+    }
+  }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  DeviceSpan get(std::uint64_t bytes) {
+    auto buffer = device_.allocate(std::max<std::uint64_t>(bytes, 1), stream_);
+    if (!buffer) throw std::runtime_error("microbenchmark: out of device memory allocating " + std::to_string(bytes) + " bytes");
+    buffers_.push_back(*buffer);
+    // Finite numbers (NaNs can be slower on a CPU), ready before any stream uses the buffer.
+    device_.zero(stream_, buffer->span);
+    device_.synchronize(device_.record(stream_));
+    return buffer->span.sub(0, bytes);
+  }
+
+ private:
+  Device& device_;
+  StreamId stream_;
+  std::vector<DeviceBuffer> buffers_;
+};
+
+// Device time of `reps` calls of `enqueue` on `stream`, per call.
+double timed_ns(Device& device, StreamId stream, int reps, const std::function<void()>& enqueue) {
+  const EventId start = device.record(stream);
+  for (int i = 0; i < reps; ++i) enqueue();
+  const EventId end = device.record(stream);
+  device.synchronize(end);
+  return static_cast<double>(device.elapsed_ns(start, end)) / reps;
+}
+
+// The largest of every rank's `value` (an fp64 all-reduce), so all ranks pick the same
+// repetition counts and issue the same collectives.
+double agree_max(Device& device, StreamId stream, Buffers& buffers, double value) {
+  const DeviceSpan span = buffers.get(sizeof(double));
+  device.copy_host_to_device(stream, span, &value);
+  device.all_reduce(stream, span, ElementType::kFP64, ReduceOp::kMax);
+  double out = 0;
+  device.copy_device_to_host(stream, &out, span);
+  device.synchronize(device.record(stream));
+  return out;
+}
+
+GemmArgs gemm_args(const GemmShape& s, DeviceSpan a, DeviceSpan b, DeviceSpan c, ElementType type) {
+  GemmArgs g;
+  g.m = s.m, g.n = s.n, g.k = s.k;
+  g.a = a.sub(0, static_cast<std::uint64_t>(s.m * s.k * element_bytes(type))), g.lda = s.k;
+  g.b = b.sub(0, static_cast<std::uint64_t>(s.k * s.n * element_bytes(type))), g.ldb = s.n;
+  g.c = c.sub(0, static_cast<std::uint64_t>(s.m * s.n * element_bytes(type))), g.ldc = s.n;
+  g.type = type;
+  return g;
+}
+
+struct RankResults {
+  std::vector<CollectiveTiming> all_gather, reduce_scatter;
+  std::vector<double> gemm_ns;
+  double memory_bytes_per_s = 0, h2d = 0, d2h = 0, launch_ns = 0, collective_launch_ns = 0;
+  ContentionTiming contention;
+};
+
+std::vector<CollectiveTiming> collective_sweep(Device& device, StreamId comm, Buffers& buffers, CollectiveOp op,
+                                               const MicrobenchmarkOptions& o) {
+  const std::int64_t world = device.world_size();
+  const std::int64_t eb = element_bytes(o.type);
+  std::vector<CollectiveTiming> rows;
+  for (const std::int64_t size : o.collective_sizes_bytes) {
+    const std::int64_t count = size / (eb * world);
+    if (count <= 0) continue;
+    const auto slot = static_cast<std::uint64_t>(count * eb);
+    const DeviceSpan big = buffers.get(slot * static_cast<std::uint64_t>(world));
+    const DeviceSpan small = buffers.get(slot);
+    const DeviceSpan own = big.sub(slot * static_cast<std::uint64_t>(device.rank()), slot);
+    auto issue = [&](bool in_place) {
+      if (op == CollectiveOp::kAllGather) {
+        device.all_gather(comm, in_place ? own : small, big, o.type);
+      } else {
+        device.reduce_scatter(comm, big, in_place ? own : small, o.type, ReduceOp::kSum);
+      }
+    };
+    CollectiveTiming row;
+    row.bytes = count * eb * world;
+    row.count = count;
+    for (int w = 0; w < o.warmup; ++w) issue(false);
+    row.out_of_place_us = timed_ns(device, comm, o.iterations, [&] { issue(false); }) / 1e3;
+    row.in_place_us = timed_ns(device, comm, o.iterations, [&] { issue(true); }) / 1e3;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+RankResults run_rank(Device& device, const MicrobenchmarkOptions& o) {
+  RankResults r;
+  const StreamId compute = device.create_stream("compute");
+  const StreamId comm = device.create_stream("all_gather");
+  Buffers buffers(device, compute);
+  const std::int64_t eb = element_bytes(o.type);
+  const bool collectives = device.world_size() > 1;
+  if (collectives) {
+    r.all_gather = collective_sweep(device, comm, buffers, CollectiveOp::kAllGather, o);
+    r.reduce_scatter = collective_sweep(device, comm, buffers, CollectiveOp::kReduceScatter, o);
+  }
+  // GEMMs: operands sized for the largest shape, reused by every shape.
+  std::int64_t a_numel = o.contention_gemm.m * o.contention_gemm.k, b_numel = o.contention_gemm.k * o.contention_gemm.n,
+               c_numel = o.contention_gemm.m * o.contention_gemm.n;
+  for (const auto& s : o.gemm_shapes) {
+    a_numel = std::max(a_numel, s.m * s.k), b_numel = std::max(b_numel, s.k * s.n), c_numel = std::max(c_numel, s.m * s.n);
+  }
+  const DeviceSpan a = buffers.get(static_cast<std::uint64_t>(a_numel * eb));
+  const DeviceSpan b = buffers.get(static_cast<std::uint64_t>(b_numel * eb));
+  const DeviceSpan c = buffers.get(static_cast<std::uint64_t>(c_numel * eb));
+  for (const auto& s : o.gemm_shapes) {
+    const GemmArgs g = gemm_args(s, a, b, c, o.type);
+    for (int w = 0; w < o.warmup; ++w) device.gemm(compute, g);
+    r.gemm_ns.push_back(timed_ns(device, compute, o.iterations, [&] { device.gemm(compute, g); }));
+  }
+  // One memory-bound pass: read numel, write numel.
+  {
+    const auto bytes = static_cast<std::uint64_t>(o.memory_pass_numel * eb);
+    ElementwiseArgs e;
+    e.op = ElementwiseOp::kScale;
+    e.numel = o.memory_pass_numel;
+    e.a = buffers.get(bytes);
+    e.dst = buffers.get(bytes);
+    e.alpha = 0.5f;
+    e.type = o.type;
+    device.elementwise(compute, e);
+    const double ns = timed_ns(device, compute, o.iterations, [&] { device.elementwise(compute, e); });
+    r.memory_bytes_per_s = 2.0 * static_cast<double>(bytes) / (ns * 1e-9);
+  }
+  // Host <-> device copies of one buffer.
+  {
+    std::vector<std::byte> host(static_cast<std::size_t>(o.copy_bytes));
+    const DeviceSpan span = buffers.get(static_cast<std::uint64_t>(o.copy_bytes));
+    const double h2d_ns = timed_ns(device, compute, o.iterations, [&] { device.copy_host_to_device(compute, span, host.data()); });
+    const double d2h_ns = timed_ns(device, compute, o.iterations, [&] { device.copy_device_to_host(compute, host.data(), span); });
+    r.h2d = static_cast<double>(o.copy_bytes) / (h2d_ns * 1e-9);
+    r.d2h = static_cast<double>(o.copy_bytes) / (d2h_ns * 1e-9);
+  }
+  // Launch overhead: what the host spends enqueueing a tiny kernel / collective.
+  {
+    ElementwiseArgs e;
+    e.op = ElementwiseOp::kScale;
+    e.numel = 1;
+    e.a = buffers.get(static_cast<std::uint64_t>(eb));
+    e.dst = buffers.get(static_cast<std::uint64_t>(eb));
+    e.type = o.type;
+    device.synchronize_all();
+    auto t0 = Clock::now();
+    for (std::int64_t i = 0; i < o.launch_samples; ++i) device.elementwise(compute, e);
+    r.launch_ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()) /
+                  static_cast<double>(o.launch_samples);
+    device.synchronize_all();
+    const auto slot = static_cast<std::uint64_t>(eb);
+    const DeviceSpan recv = buffers.get(slot * static_cast<std::uint64_t>(device.world_size()));
+    const DeviceSpan send = buffers.get(slot);
+    const std::int64_t samples = std::max<std::int64_t>(1, o.launch_samples / 10);
+    device.synchronize_all();
+    t0 = Clock::now();
+    for (std::int64_t i = 0; i < samples; ++i) device.all_gather(comm, send, recv, o.type);
+    r.collective_launch_ns =
+        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()) /
+        static_cast<double>(samples);
+    device.synchronize_all();
+  }
+  // Contention: a GEMM stream and an all-gather stream, alone and at once, with repetition
+  // counts that make both sides last about as long (agreed over ranks).
+  {
+    const GemmArgs g = gemm_args(o.contention_gemm, a, b, c, o.type);
+    const std::int64_t world = device.world_size();
+    const std::int64_t count = std::max<std::int64_t>(1, o.contention_collective_bytes / (eb * world));
+    const auto slot = static_cast<std::uint64_t>(count * eb);
+    const DeviceSpan recv = buffers.get(slot * static_cast<std::uint64_t>(world));
+    const DeviceSpan send = buffers.get(slot);
+    device.gemm(compute, g);
+    device.all_gather(comm, send, recv, o.type);
+    const double gemm_one = timed_ns(device, compute, 2, [&] { device.gemm(compute, g); });
+    const double ag_one = timed_ns(device, comm, 2, [&] { device.all_gather(comm, send, recv, o.type); });
+    const int gemm_reps = 4;
+    const int ag_reps = static_cast<int>(std::clamp(
+        agree_max(device, comm, buffers, std::ceil(gemm_reps * gemm_one / std::max(ag_one, 1.0))), 1.0, 1000.0));
+    auto& ct = r.contention;
+    ct.gemm_alone_ns = timed_ns(device, compute, gemm_reps, [&] { device.gemm(compute, g); }) * gemm_reps;
+    ct.collective_alone_ns =
+        timed_ns(device, comm, ag_reps, [&] { device.all_gather(comm, send, recv, o.type); }) * ag_reps;
+    const EventId g0 = device.record(compute);
+    const EventId c0 = device.record(comm);
+    for (int i = 0; i < std::max(gemm_reps, ag_reps); ++i) {
+      if (i < gemm_reps) device.gemm(compute, g);
+      if (i < ag_reps) device.all_gather(comm, send, recv, o.type);
+    }
+    const EventId g1 = device.record(compute);
+    const EventId c1 = device.record(comm);
+    device.synchronize(g1);
+    device.synchronize(c1);
+    ct.gemm_overlapped_ns = static_cast<double>(device.elapsed_ns(g0, g1));
+    ct.collective_overlapped_ns = static_cast<double>(device.elapsed_ns(c0, c1));
+  }
+  return r;
+}
+
+}  // namespace
+
+void run_on_ranks(DeviceGroup& group, const std::function<void(Device&)>& fn) {
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < group.world_size(); ++rank) {
+    threads.emplace_back([&group, &fn, rank] {
+      try {
+        fn(group.device(rank));
+      } catch (const RunAborted&) {
+        // Another rank failed first; its report stands.
+      } catch (const std::exception& e) {
+        group.abort(RankFailure{rank, "microbenchmark", e.what(), FailureKind::kError});
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (const auto failure = group.failure()) throw std::runtime_error(failure->message());
+}
+
+MicrobenchmarkResults run_microbenchmarks(DeviceGroup& group, const MicrobenchmarkOptions& options) {
+  if (options.iterations < 1 || options.warmup < 0) throw std::invalid_argument("microbenchmarks need iterations >= 1");
+  const int world = group.world_size();
+  std::vector<RankResults> ranks(static_cast<std::size_t>(world));
+  run_on_ranks(group, [&](Device& device) { ranks[static_cast<std::size_t>(device.rank())] = run_rank(device, options); });
+
+  MicrobenchmarkResults out;
+  out.world_size = world;
+  const double n = world;
+  auto mean = [&](auto field) {
+    double sum = 0;
+    for (const auto& r : ranks) sum += field(r);
+    return sum / n;
+  };
+  // Collectives end when the slowest rank does: the maximum over ranks.
+  auto combine = [&](auto member) {
+    std::vector<CollectiveTiming> rows = ranks[0].*member;
+    for (const auto& r : ranks) {
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        rows[i].out_of_place_us = std::max(rows[i].out_of_place_us, (r.*member)[i].out_of_place_us);
+        rows[i].in_place_us = std::max(rows[i].in_place_us, (r.*member)[i].in_place_us);
+      }
+    }
+    return rows;
+  };
+  out.all_gather = combine(&RankResults::all_gather);
+  out.reduce_scatter = combine(&RankResults::reduce_scatter);
+  for (std::size_t i = 0; i < options.gemm_shapes.size(); ++i) {
+    out.gemms.push_back({options.gemm_shapes[i], mean([&](const RankResults& r) { return r.gemm_ns[i]; })});
+  }
+  out.memory_bytes_per_s = mean([](const RankResults& r) { return r.memory_bytes_per_s; });
+  out.host_to_device_bytes_per_s = mean([](const RankResults& r) { return r.h2d; });
+  out.device_to_host_bytes_per_s = mean([](const RankResults& r) { return r.d2h; });
+  out.kernel_launch_ns = mean([](const RankResults& r) { return r.launch_ns; });
+  out.collective_launch_ns = mean([](const RankResults& r) { return r.collective_launch_ns; });
+  out.contention.gemm_alone_ns = mean([](const RankResults& r) { return r.contention.gemm_alone_ns; });
+  out.contention.gemm_overlapped_ns = mean([](const RankResults& r) { return r.contention.gemm_overlapped_ns; });
+  out.contention.collective_alone_ns = mean([](const RankResults& r) { return r.contention.collective_alone_ns; });
+  out.contention.collective_overlapped_ns =
+      mean([](const RankResults& r) { return r.contention.collective_overlapped_ns; });
+  return out;
+}
+
+}  // namespace prefetchlab::gpu

@@ -1,0 +1,71 @@
+#pragma once
+// The device microbenchmarks `calibrate --backend` fits a hardware profile from (DESIGN.md "The
+// real backend"): collectives over sizes (nccl-tests' convention), GEMMs of given shapes, a
+// memory-bound pass, host<->device copies, the host cost of enqueueing a kernel and a
+// collective, and a GEMM overlapped with an all-gather (contention). Never a scenario's model
+// run: only these kernels. Every rank runs every benchmark at once on its own thread, as ranks
+// do in training (on the host device they share the CPU, which is part of what is measured).
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "gpu_backend/device_group.hpp"
+
+namespace prefetchlab::gpu {
+
+// Runs fn(device) on one thread per rank; the first exception aborts the group (so no rank
+// waits forever in a collective) and is rethrown here as a RunAborted-style runtime_error.
+void run_on_ranks(DeviceGroup& group, const std::function<void(Device&)>& fn);
+
+enum class CollectiveOp { kAllGather, kReduceScatter };
+
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+};
+
+struct MicrobenchmarkOptions {
+  ElementType type = ElementType::kBF16;
+  // nccl-tests' size column: the whole gathered (all_gather) or scattered (reduce_scatter)
+  // buffer; each rank sends or receives size / world_size.
+  std::vector<std::int64_t> collective_sizes_bytes;
+  std::vector<GemmShape> gemm_shapes;
+  std::int64_t memory_pass_numel = 1 << 20;
+  std::int64_t copy_bytes = 16 << 20;
+  std::int64_t launch_samples = 200;
+  GemmShape contention_gemm{256, 1024, 1024};
+  std::int64_t contention_collective_bytes = 8 << 20;
+  int warmup = 1;
+  int iterations = 5;
+};
+
+struct CollectiveTiming {
+  std::int64_t bytes = 0;
+  std::int64_t count = 0;  // elements per rank (nccl-tests' count column)
+  double out_of_place_us = 0;
+  double in_place_us = 0;
+};
+
+struct GemmTiming {
+  GemmShape shape;
+  double time_ns = 0;  // mean over ranks of each rank's mean
+};
+
+struct ContentionTiming {
+  double gemm_alone_ns = 0, gemm_overlapped_ns = 0;
+  double collective_alone_ns = 0, collective_overlapped_ns = 0;
+};
+
+struct MicrobenchmarkResults {
+  int world_size = 1;
+  std::vector<CollectiveTiming> all_gather, reduce_scatter;  // empty on one rank
+  std::vector<GemmTiming> gemms;
+  double memory_bytes_per_s = 0;  // read + write of one elementwise pass
+  double host_to_device_bytes_per_s = 0, device_to_host_bytes_per_s = 0;
+  double kernel_launch_ns = 0;      // host time to enqueue one small kernel
+  double collective_launch_ns = 0;  // host time to enqueue one small all-gather
+  ContentionTiming contention;
+};
+
+MicrobenchmarkResults run_microbenchmarks(DeviceGroup& group, const MicrobenchmarkOptions& options);
+
+}  // namespace prefetchlab::gpu

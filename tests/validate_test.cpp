@@ -1,0 +1,115 @@
+// `calibrate --backend host` then `validate --backend host` at 1 and 2 ranks (finite error for
+// every metric, the files plots/validate.py reads), and `replay` of a real run's samples.csv
+// reproducing its buckets.csv for the adaptive policies.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+
+using prefetchlab::testing::run_cli;
+using prefetchlab::testing::TempDir;
+
+namespace {
+
+const std::string kScenario = std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/host/tiny-llama-host.yaml";
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::vector<std::string>> csv_rows(const std::filesystem::path& p) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(slurp(p));
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells;
+    std::stringstream cell_stream(line);
+    std::string cell;
+    while (std::getline(cell_stream, cell, ',')) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+void calibrate_then_validate(int ranks) {
+  TempDir dir("validate-" + std::to_string(ranks));
+  const auto profile = dir.path() / "host.yaml";
+  const auto cal = run_cli("calibrate --backend host --ranks " + std::to_string(ranks) + " --iterations 1 -o " + profile.string());
+  ASSERT_EQ(cal.exit_code, 0) << cal.output;
+  if (ranks > 1) {
+    EXPECT_NE(cal.output.find("#       size         count      type   redop"), std::string::npos) << cal.output;
+    EXPECT_NE(slurp(profile).find("allgather_bus_bandwidth_gb_per_s"), std::string::npos);
+  } else {
+    EXPECT_NE(cal.output.find("collective fits skipped"), std::string::npos) << cal.output;
+  }
+  EXPECT_NE(slurp(profile).find("gemm_half_volume_mnk"), std::string::npos);
+
+  const auto out = dir.path() / "v";
+  const auto v = run_cli("validate " + kScenario + " --backend host --hardware " + profile.string() +
+                         " --repeats 2 -o " + out.string() + " --set cluster.gpus_per_node=" + std::to_string(ranks));
+  ASSERT_EQ(v.exit_code, 0) << v.output;
+  const auto summary = csv_rows(out / "validate_summary.csv");
+  ASSERT_EQ(summary.size(), 7u) << slurp(out / "validate_summary.csv");
+  EXPECT_EQ(summary[0], (std::vector<std::string>{"metric", "real", "simulated", "error", "error_basis", "real_spread", "real_runs"}));
+  std::map<std::string, double> errors;
+  for (std::size_t i = 1; i < summary.size(); ++i) {
+    const double error = std::stod(summary[i][3]);
+    EXPECT_TRUE(std::isfinite(error)) << summary[i][0] << " error " << summary[i][3];
+    EXPECT_TRUE(std::isfinite(std::stod(summary[i][5]))) << summary[i][0] << " spread " << summary[i][5];
+    EXPECT_GT(std::stod(summary[i][1]) + std::stod(summary[i][2]), -1) << summary[i][0];
+    errors[summary[i][0]] = error;
+  }
+  for (const char* m : {"step_time_ns", "forward_stall_ns", "backward_stall_ns", "peak_allocated_bytes", "peak_reserved_bytes", "bucket_numel"}) {
+    EXPECT_TRUE(errors.count(m)) << m;
+  }
+  EXPECT_GT(std::stod(summary[1][1]), 0) << "a real step time was measured";
+  // The static controller's trajectory is the simulator's: no error there.
+  EXPECT_EQ(errors["bucket_numel"], 0.0);
+  const auto per_iteration = csv_rows(out / "validate.csv");
+  ASSERT_EQ(per_iteration.size(), 5u);  // header + 4 iterations
+  EXPECT_EQ(per_iteration[0][0], "iteration");
+  EXPECT_EQ(per_iteration[0][2], "real_step_time_ns");
+  EXPECT_EQ(per_iteration[0][3], "simulated_step_time_ns");
+  EXPECT_EQ(csv_rows(out / "buckets.csv").size(), 1u + 4u * static_cast<unsigned>(ranks));
+  EXPECT_GT(csv_rows(out / "samples.csv").size(), 1u);
+}
+
+}  // namespace
+
+TEST(ValidateCommand, CalibrateThenValidateGivesFiniteErrorsOnOneRank) { calibrate_then_validate(1); }
+TEST(ValidateCommand, CalibrateThenValidateGivesFiniteErrorsOnTwoRanks) { calibrate_then_validate(2); }
+
+TEST(ValidateCommand, ReplayOfARealRunsSamplesReproducesItsBuckets) {
+  for (const std::string policy : {"ema_threshold", "pace_search"}) {
+    SCOPED_TRACE(policy);
+    TempDir dir("validate-replay");
+    std::string sets = " --set controller.policy=" + policy;
+    sets += policy == "pace_search" ? " --set controller.memory_budget_bytes=2GiB" : " --set controller.update_interval=1";
+    const auto v = run_cli("validate " + kScenario + " --backend host --repeats 1 -o " + dir.path().string() + sets);
+    ASSERT_EQ(v.exit_code, 0) << v.output;
+    const auto replayed = dir.path() / "replayed.csv";
+    const auto r = run_cli("replay --scenario " + kScenario + sets + " --samples " + (dir.path() / "samples.csv").string() +
+                           " -o " + replayed.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(slurp(replayed), slurp(dir.path() / "buckets.csv"));
+    EXPECT_GT(csv_rows(replayed).size(), 8u);
+  }
+}
+
+TEST(ValidateCommand, BadBackendAndUnbuiltCudaAreClearErrors) {
+  const auto bad = run_cli("validate " + kScenario + " --backend tpu");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("host or cuda"), std::string::npos) << bad.output;
+  const auto neither = run_cli("calibrate -o /tmp/x.yaml");
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_NE(neither.output.find("--backend"), std::string::npos) << neither.output;
+}
