@@ -11,6 +11,7 @@
 #include "replay_command.hpp"
 #include "run_command.hpp"
 #include "sweep_command.hpp"
+#include "tune_command.hpp"
 #include "prefetchlab/version.hpp"
 
 int main(int argc, char** argv) {
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   add_calibrate_command(app, &exit_code);
   add_sweep_command(app, &exit_code);
   add_merge_command(app, &exit_code);
+  add_tune_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
