@@ -55,7 +55,7 @@ struct TuneOptions {
   std::string policy = "static";
   std::string memory_cap;
   int seeds = 3;
-  int budget = 60;
+  int budget = 150;
   bool deployable = false;
   unsigned jobs = 0;
   std::string output_dir;
@@ -537,7 +537,7 @@ CLI::App* add_tune_command(CLI::App& app, int* exit_code) {
   command->add_option("--policy", options->policy, "static (default), ema_threshold or pace_search");
   command->add_option("--memory-cap", options->memory_cap, "peak reserved bytes allowed per GPU (e.g. 16GiB)");
   command->add_option("--seeds", options->seeds, "tuning seeds 1..N (default 3)");
-  command->add_option("--budget", options->budget, "candidates to score (default 60)");
+  command->add_option("--budget", options->budget, "candidates to score (default 150)");
   command->add_flag("--deployable", options->deployable, "only keys DeepSpeed reads");
   command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: all cores)");
   command->add_option("-o,--output", options->output_dir, "output folder")->required();

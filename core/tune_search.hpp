@@ -29,7 +29,7 @@ struct SearchDimension {
 
 struct SearchOptions {
   std::size_t budget = 60;    // candidates scored, the start included (>= 1)
-  double initial_step = 0.25;  // in unit-cube coordinates
+  double initial_step = 0.5;  // in unit-cube coordinates: half of each range first, so plateaus are crossed
   double min_step = 1.0 / 64;
   double min_gain = 1e-4;     // an improvement smaller than this is noise, not progress
 };
