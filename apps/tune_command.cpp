@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "command_context.hpp"
-#include "core/csv_reader.hpp"
 #include "core/csv_row_writer.hpp"
 #include "core/input_error.hpp"
 #include "core/json_file.hpp"
@@ -48,7 +47,6 @@ namespace fs = std::filesystem;
 constexpr std::uint64_t kFirstHeldOutSeed = 1001;  // tuning seeds are 1..N, far below
 constexpr int kHeldOutSeeds = 5;
 constexpr double kMeanWeight = 0.1;
-constexpr std::int64_t kDeepSpeedDefaultBucketNumel = 50'000'000;
 
 struct TuneOptions {
   std::vector<std::string> scenarios;
@@ -216,6 +214,7 @@ Score score_of(const std::vector<Aggregate>& per_scenario, const std::vector<dou
   score.feasible = violation == 0;
   score.mean_ratio = sum / static_cast<double>(per_scenario.size());
   if (!score.feasible) {
+    score.worst_ratio = 0;  // some scenario has no usable ratio
     score.value = -1.0 - violation;
     return score;
   }
@@ -397,9 +396,10 @@ int tune(const TuneOptions& options) {
   const std::string default_label =
       policy == TunePolicy::kStatic ? std::string("DeepSpeed default") : std::string("default ") + space.policy_name();
   const std::vector<Aggregate> tuned_held = run_configuration(evaluator, n, held_out, "heldout", "tuned", space.overrides(tuned));
-  const std::vector<Aggregate> deepspeed_held = run_configuration(
-      evaluator, n, held_out, "heldout", "DeepSpeed default",
-      {"controller={policy: static}", "zero.stage3_prefetch_bucket_size=" + std::to_string(kDeepSpeedDefaultBucketNumel)});
+  // DeepSpeed's defaults for all four static keys (the static search's starting point).
+  const std::vector<Aggregate> deepspeed_held =
+      run_configuration(evaluator, n, held_out, "heldout", "DeepSpeed default",
+                        TuneSpace(TunePolicy::kStatic, true).default_overrides());
   // For static, the policy's default is DeepSpeed's default.
   const std::vector<Aggregate> policy_default_held =
       policy == TunePolicy::kStatic
@@ -495,7 +495,12 @@ int tune(const TuneOptions& options) {
   }
   md << "\n\"vs\" columns are throughput ratios (+ = the row is faster).\n";
   const std::vector<std::string> notes = space.hard_coded_notes(tuned);
-  if (!notes.empty()) {
+  if (policy == TunePolicy::kPaceSearch) {
+    md << "\n## Not in DeepSpeed\n\n";
+    for (const auto& note : notes) md << "- " << note << "\n";
+    md << "\nUse it in PrefetchLab scenarios (controller.yaml); `--policy ema_threshold --deployable` tunes what "
+          "DeepSpeed reads.\n";
+  } else if (!notes.empty()) {
     md << "\n## Not deployable as is: constants DeepSpeed hard-codes\n\n"
        << "The adaptive keys themselves need PR #8431 (stage3_adaptive_prefetch_bucket_size, "
        << "stage3_adaptive_prefetch_min_size, stage3_adaptive_prefetch_max_size); ds_config.json carries only "

@@ -164,3 +164,16 @@ TEST(TuneCommand, DeployableUsesOnlyTheAdaptiveKeysAndOutputsDoNotDependOnJobs) 
     }
   }
 }
+
+TEST(TuneCommand, TuneScenariosRunAsIs) {
+  const TempDir dir("tune-scenarios");
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(kTune)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++count;
+    const nlohmann::json summary =
+        run_summary(entry.path().string(), {"output.trace=false"}, dir, entry.path().stem().string());
+    EXPECT_EQ(summary["status"], "ok") << entry.path();
+  }
+  EXPECT_GE(count, 4);
+}
