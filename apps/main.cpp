@@ -12,6 +12,7 @@
 #include "run_command.hpp"
 #include "sweep_command.hpp"
 #include "validate_command.hpp"
+#include "tune_command.hpp"
 #include "prefetchlab/version.hpp"
 
 int main(int argc, char** argv) {
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   add_sweep_command(app, &exit_code);
   add_merge_command(app, &exit_code);
   add_validate_command(app, &exit_code);
+  add_tune_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -29,8 +29,9 @@
 #include "core/sweep_manifest.hpp"
 #include "core/sweep_results.hpp"
 #include "core/yaml_section.hpp"
-#include "sim/world.hpp"
 #include "folder_lock.hpp"
+#include "parallel_runner.hpp"
+#include "quiet_run.hpp"
 #include "sweep_progress.hpp"
 
 namespace prefetchlab::apps {
@@ -75,44 +76,6 @@ class StopSignals {
   void (*previous_term_)(int) = SIG_DFL;
 };
 
-unsigned thread_count(unsigned requested, std::size_t work) {
-  const unsigned cores = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(cores, work)));
-}
-
-// Runs body(i) for i in [0, count) on `threads` threads, stopping early when `stop` becomes true
-// (body may set it). The exception of the lowest index that threw is rethrown after all joined,
-// so the same bad input gives the same message whatever the thread count.
-void parallel_for(std::size_t count, unsigned threads, std::atomic<bool>& stop,
-                  const std::function<void(std::size_t)>& body) {
-  std::atomic<std::size_t> next{0};
-  std::mutex mutex;
-  std::size_t failed_index = count;
-  std::exception_ptr failure;
-  auto worker = [&] {
-    for (;;) {
-      if (stop.load()) return;
-      const std::size_t i = next.fetch_add(1);
-      if (i >= count) return;
-      try {
-        body(i);
-      } catch (...) {
-        std::lock_guard lock(mutex);
-        if (i < failed_index) {
-          failed_index = i;
-          failure = std::current_exception();
-        }
-        stop.store(true);
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& thread : pool) thread.join();
-  if (failure) std::rethrow_exception(failure);
-}
-
 // A point's scenario: the base file with the point's values as `--set` overrides, without
 // per-run outputs (a sweep writes rows only). Errors are reported at the grid's line.
 core::Scenario load_point(const SweepOptions& options, const core::SweepGrid& grid, std::size_t point,
@@ -155,18 +118,9 @@ std::vector<std::optional<core::Scenario>> validate_points(const SweepOptions& o
 // What one simulation produced, as its results.csv row.
 std::vector<core::CsvField> simulate_point(const core::Scenario& scenario, const core::SweepGrid& grid,
                                            std::size_t point, bool* interrupted) {
-  sim::World world(scenario, false);
-  // A sink that drops samples and buckets keeps the result's memory flat; only the summary counts.
-  sim::IterationSink sink;
-  sink.on_iteration = [](const core::IterationRecord&, std::span<const core::TimingSample>,
-                         std::span<const core::BucketRecord>) {};
-  sink.on_memory = [](std::span<const core::MemoryPoint>) {};
-  sink.wants_samples = false;
-  const sim::WorldResult result = world.run(sink, &g_interrupted);
+  const QuietRunResult result = run_quietly(scenario, &g_interrupted);
   *interrupted = result.status == core::RunStatus::kInterrupted;
-  const core::SummaryStats stats =
-      core::summarize(result.metrics, static_cast<int>(scenario.training.warmup_iterations));
-  return core::sweep_result_row(point, grid.values_at(point), result.status, stats);
+  return core::sweep_result_row(point, grid.values_at(point), result.status, result.stats);
 }
 
 // Cuts a torn last record (a kill mid-append) off a row file so appends start on a clean line.

@@ -1,0 +1,553 @@
+// `prefetchlab tune`: searches settings across scenarios and seeds (issue 8).
+//
+// Objective (higher is better), per candidate: for each scenario, its throughput relative to
+// its own best static bucket = best-static mean steady step / candidate mean steady step, means
+// over the tuning seeds 1..N. score = worst scenario's ratio + 0.1 x mean ratio (the mean only
+// breaks near-ties of the worst). A candidate that runs out of memory (or fails otherwise) or
+// exceeds the memory cap (peak reserved bytes) on any scenario and seed is infeasible: its score
+// is below -1, lower the more it violates, so the search is pulled back to feasible settings.
+// The search is core::PatternSearch (tune_search.hpp) with --budget candidates. The winner, the
+// defaults and each scenario's best static bucket are then run on 5 held-out seeds for report.md.
+#include "tune_command.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "command_context.hpp"
+#include "core/csv_row_writer.hpp"
+#include "core/input_error.hpp"
+#include "core/json_file.hpp"
+#include "core/scenario.hpp"
+#include "core/size_value.hpp"
+#include "core/tune_search.hpp"
+#include "parallel_runner.hpp"
+#include "quiet_run.hpp"
+#include "tune_space.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::uint64_t kFirstHeldOutSeed = 1001;  // tuning seeds are 1..N, far below
+constexpr int kHeldOutSeeds = 5;
+constexpr double kMeanWeight = 0.1;
+
+struct TuneOptions {
+  std::vector<std::string> scenarios;
+  std::string policy = "static";
+  std::string memory_cap;
+  int seeds = 3;
+  int budget = 150;
+  bool deployable = false;
+  unsigned jobs = 0;
+  std::string output_dir;
+};
+
+// One simulation to run: a scenario, a seed and the overrides of one configuration.
+struct Job {
+  std::string role;  // baseline, search, heldout
+  std::string configuration;
+  std::size_t scenario = 0;
+  std::uint64_t seed = 0;
+  std::vector<std::string> overrides;
+};
+
+struct Outcome {
+  core::RunStatus status = core::RunStatus::kOk;
+  std::int64_t steady_step_ns = 0;
+  std::int64_t peak_reserved_bytes = 0;
+};
+
+// A configuration's outcome on one scenario over a set of seeds.
+struct Aggregate {
+  bool ok = true;
+  std::string status = "ok";  // the first non-ok status, if any
+  double mean_step_ns = 0;
+  std::int64_t peak_reserved_bytes = 0;
+};
+
+Aggregate aggregate(const std::vector<Outcome>& runs) {
+  Aggregate a;
+  double sum = 0;
+  for (const auto& run : runs) {
+    if (run.status != core::RunStatus::kOk && a.ok) {
+      a.ok = false;
+      a.status = core::run_status_name(run.status);
+    }
+    sum += static_cast<double>(run.steady_step_ns);
+    a.peak_reserved_bytes = std::max(a.peak_reserved_bytes, run.peak_reserved_bytes);
+  }
+  a.mean_step_ns = runs.empty() ? 0 : sum / static_cast<double>(runs.size());
+  return a;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? separator : "") + parts[i];
+  return out;
+}
+
+// Runs jobs on all threads and appends one evaluations.csv row per finished simulation, so an
+// interrupted tune loses nothing finished. Rows carry a running evaluation number assigned in
+// job order; finish() rewrites the file sorted by it, so -j does not change a byte.
+class Evaluator {
+ public:
+  Evaluator(std::vector<std::string> files, unsigned jobs, const fs::path& csv_path)
+      : files_(std::move(files)),
+        jobs_(jobs),
+        bundled_(bundled_data()),
+        csv_path_(csv_path),
+        csv_(csv_path, {"evaluation", "role", "configuration", "scenario", "seed", "status", "steady_step_time_ns",
+                        "peak_reserved_bytes"}) {}
+
+  std::vector<Outcome> run(const std::vector<Job>& jobs) {
+    std::vector<Outcome> outcomes(jobs.size());
+    const std::size_t first = next_evaluation_;
+    next_evaluation_ += jobs.size();
+    std::atomic<bool> stop{false};
+    parallel_for(jobs.size(), thread_count(jobs_, jobs.size()), stop, [&](std::size_t i) {
+      const Job& job = jobs[i];
+      std::vector<std::string> overrides = job.overrides;
+      overrides.push_back("noise.seed=" + std::to_string(job.seed));
+      overrides.push_back("output.trace=false");
+      overrides.push_back("output.memory_timeline=false");
+      const core::Scenario scenario = core::load_scenario(files_[job.scenario], overrides, bundled_);
+      const QuietRunResult result = run_quietly(scenario, nullptr);
+      Outcome& out = outcomes[i];
+      out.status = result.status;
+      out.steady_step_ns = result.stats.steady_step_time_ns;
+      out.peak_reserved_bytes = result.stats.peak_reserved_bytes;
+      std::lock_guard lock(mutex_);
+      csv_.append({first + i, job.role, job.configuration, fs::path(files_[job.scenario]).stem().string(), job.seed,
+                   core::run_status_name(out.status), out.steady_step_ns, out.peak_reserved_bytes});
+    });
+    return outcomes;
+  }
+
+  void finish() {
+    csv_.close();
+    std::ifstream in(csv_path_, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream lines(text);
+    std::string header;
+    std::getline(lines, header);
+    std::map<std::size_t, std::string> rows;
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) rows[std::stoull(line.substr(0, line.find(',')))] = line;
+    }
+    std::string sorted = header + "\n";
+    for (const auto& [index, line] : rows) sorted += line + "\n";
+    core::write_text_atomically(csv_path_, sorted);
+  }
+
+  std::size_t simulations() const { return next_evaluation_; }
+
+ private:
+  std::vector<std::string> files_;
+  unsigned jobs_;
+  core::BundledData bundled_;
+  fs::path csv_path_;
+  core::CsvRowWriter csv_;
+  std::mutex mutex_;
+  std::size_t next_evaluation_ = 0;
+};
+
+// A configuration run on every scenario and seed: aggregates per scenario.
+std::vector<Aggregate> run_configuration(Evaluator& evaluator, std::size_t scenarios,
+                                         const std::vector<std::uint64_t>& seeds, const std::string& role,
+                                         const std::string& configuration, const std::vector<std::string>& overrides) {
+  std::vector<Job> jobs;
+  for (std::size_t s = 0; s < scenarios; ++s) {
+    for (const auto seed : seeds) jobs.push_back({role, configuration, s, seed, overrides});
+  }
+  const std::vector<Outcome> outcomes = evaluator.run(jobs);
+  std::vector<Aggregate> out;
+  for (std::size_t s = 0; s < scenarios; ++s) {
+    out.push_back(aggregate({outcomes.begin() + static_cast<std::ptrdiff_t>(s * seeds.size()),
+                             outcomes.begin() + static_cast<std::ptrdiff_t>((s + 1) * seeds.size())}));
+  }
+  return out;
+}
+
+struct Score {
+  double value = 0;
+  double worst_ratio = 0;
+  double mean_ratio = 0;
+  bool feasible = true;
+};
+
+Score score_of(const std::vector<Aggregate>& per_scenario, const std::vector<double>& best_static_ns,
+               std::int64_t cap_bytes) {
+  Score score;
+  double violation = 0;
+  double sum = 0;
+  score.worst_ratio = 1e300;
+  for (std::size_t s = 0; s < per_scenario.size(); ++s) {
+    const Aggregate& a = per_scenario[s];
+    if (!a.ok) {
+      violation += 1;
+      continue;
+    }
+    if (cap_bytes > 0 && a.peak_reserved_bytes > cap_bytes) {
+      violation += static_cast<double>(a.peak_reserved_bytes - cap_bytes) / static_cast<double>(cap_bytes);
+    }
+    const double ratio = best_static_ns[s] / a.mean_step_ns;
+    score.worst_ratio = std::min(score.worst_ratio, ratio);
+    sum += ratio;
+  }
+  score.feasible = violation == 0;
+  score.mean_ratio = sum / static_cast<double>(per_scenario.size());
+  if (!score.feasible) {
+    score.worst_ratio = 0;  // some scenario has no usable ratio
+    score.value = -1.0 - violation;
+    return score;
+  }
+  score.value = score.worst_ratio + kMeanWeight * score.mean_ratio;
+  return score;
+}
+
+std::string ms(double ns) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3f", ns / 1e6);
+  return buffer;
+}
+
+std::string gib(std::int64_t bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buffer;
+}
+
+std::string percent(double ratio) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%+.2f%%", (ratio - 1.0) * 100.0);
+  return buffer;
+}
+
+std::string fixed(double value, int digits) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+TunePolicy parse_policy(const std::string& name) {
+  if (name == "static") return TunePolicy::kStatic;
+  if (name == "ema_threshold") return TunePolicy::kEmaThreshold;
+  if (name == "pace_search") return TunePolicy::kPaceSearch;
+  throw core::InputError({"--policy", 0}, "policy", "'" + name + "' is not a policy tune can search",
+                         "static, ema_threshold or pace_search");
+}
+
+std::int64_t parse_cap(const std::string& text) {
+  if (text.empty()) return 0;
+  const std::optional<std::int64_t> bytes = core::parse_bytes(text);
+  if (!bytes || *bytes <= 0) {
+    throw core::InputError({"--memory-cap", 0}, "memory-cap", "'" + text + "' is not a positive size in bytes",
+                           "bytes such as 16GiB, 1.5e10 or 20000000000");
+  }
+  return *bytes;
+}
+
+int tune(const TuneOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  const TunePolicy policy = parse_policy(options.policy);
+  if (options.deployable && policy == TunePolicy::kPaceSearch) {
+    throw core::InputError({"--deployable", 0}, "deployable", "is impossible with pace_search: DeepSpeed has no such policy",
+                           "--policy ema_threshold (its three DeepSpeed keys) or --policy static");
+  }
+  if (options.budget < 1) {
+    throw core::InputError({"--budget", 0}, "budget", std::to_string(options.budget) + " is below 1",
+                           "a number of candidates >= 1");
+  }
+  if (options.seeds < 1) {
+    throw core::InputError({"--seeds", 0}, "seeds", std::to_string(options.seeds) + " is below 1", "a count >= 1");
+  }
+  const std::int64_t cap_bytes = parse_cap(options.memory_cap);
+  const TuneSpace space(policy, options.deployable || policy == TunePolicy::kStatic);
+
+  // Every scenario must load before anything runs; names label rows, so they must differ.
+  const core::BundledData bundled = bundled_data();
+  std::vector<core::Scenario> bases;
+  std::set<std::string> names;
+  for (const auto& file : options.scenarios) {
+    bases.push_back(core::load_scenario(file, {}, bundled));
+    if (!names.insert(bases.back().name).second) {
+      throw core::InputError({file, 0}, "", "has the same name (file stem) as another scenario given",
+                             "scenario files with different names");
+    }
+  }
+  const std::size_t n = bases.size();
+  std::vector<std::uint64_t> seeds(static_cast<std::size_t>(options.seeds));
+  std::iota(seeds.begin(), seeds.end(), 1);
+  std::vector<std::uint64_t> held_out(kHeldOutSeeds);
+  std::iota(held_out.begin(), held_out.end(), kFirstHeldOutSeed);
+
+  const fs::path dir(options.output_dir);
+  fs::create_directories(dir);
+  Evaluator evaluator(options.scenarios, options.jobs, dir / "evaluations.csv");
+
+  // Baseline: each scenario's static bucket grid (x2 from 1e5 to its max_live, as `compare`).
+  std::vector<std::vector<std::int64_t>> grids(n);
+  std::vector<Job> grid_jobs;
+  for (std::size_t s = 0; s < n; ++s) {
+    for (std::int64_t b = 100'000; b <= bases[s].zero.max_live_numel; b *= 2) grids[s].push_back(b);
+    for (const auto b : grids[s]) {
+      for (const auto seed : seeds) {
+        grid_jobs.push_back({"baseline", "static bucket " + std::to_string(b), s, seed,
+                             {"controller={policy: static}", "zero.stage3_prefetch_bucket_size=" + std::to_string(b)}});
+      }
+    }
+  }
+  const std::vector<Outcome> grid_outcomes = evaluator.run(grid_jobs);
+  std::vector<double> best_static_ns(n);
+  std::vector<std::int64_t> best_static_bucket(n);
+  {
+    std::size_t at = 0;
+    for (std::size_t s = 0; s < n; ++s) {
+      std::optional<std::pair<double, std::int64_t>> best_fit, best_any;
+      for (const auto b : grids[s]) {
+        const Aggregate a = aggregate({grid_outcomes.begin() + static_cast<std::ptrdiff_t>(at),
+                                       grid_outcomes.begin() + static_cast<std::ptrdiff_t>(at + seeds.size())});
+        at += seeds.size();
+        if (!a.ok) continue;
+        if (!best_any || a.mean_step_ns < best_any->first) best_any = {a.mean_step_ns, b};
+        if ((cap_bytes == 0 || a.peak_reserved_bytes <= cap_bytes) && (!best_fit || a.mean_step_ns < best_fit->first)) {
+          best_fit = {a.mean_step_ns, b};
+        }
+      }
+      if (!best_any) {
+        throw core::InputError({options.scenarios[s], 0}, "", "runs out of memory (or fails) with every static bucket",
+                               "a scenario that fits its GPUs with some prefetch bucket");
+      }
+      if (!best_fit) {
+        std::cerr << "note: " << bases[s].name << ": no static bucket fits the memory cap; its best static "
+                  << "reference ignores the cap\n";
+      }
+      const auto best = best_fit ? *best_fit : *best_any;
+      best_static_ns[s] = best.first;
+      best_static_bucket[s] = best.second;
+    }
+  }
+
+  // The search. Candidates of one poll round run together (all their scenarios and seeds).
+  core::SearchOptions search_options;
+  search_options.budget = static_cast<std::size_t>(options.budget);
+  core::CsvRowWriter candidates(dir / "candidates.csv", {"candidate", "settings", "feasible", "worst_ratio",
+                                                         "mean_ratio", "score"});
+  std::size_t candidate_count = 0;
+  const core::PatternSearch search(space.dimensions(), search_options);
+  const core::SearchResult result = search.run([&](const std::vector<std::vector<double>>& batch) {
+    std::vector<Job> jobs;
+    std::vector<std::string> labels;
+    for (std::size_t c = 0; c < batch.size(); ++c) {
+      labels.push_back(join(space.overrides(batch[c]), " "));
+      for (std::size_t s = 0; s < n; ++s) {
+        for (const auto seed : seeds) {
+          jobs.push_back({"search", "candidate " + std::to_string(candidate_count + c), s, seed, space.overrides(batch[c])});
+        }
+      }
+    }
+    const std::vector<Outcome> outcomes = evaluator.run(jobs);
+    std::vector<double> scores;
+    for (std::size_t c = 0; c < batch.size(); ++c) {
+      std::vector<Aggregate> per_scenario;
+      for (std::size_t s = 0; s < n; ++s) {
+        const std::size_t at = (c * n + s) * seeds.size();
+        per_scenario.push_back(aggregate({outcomes.begin() + static_cast<std::ptrdiff_t>(at),
+                                          outcomes.begin() + static_cast<std::ptrdiff_t>(at + seeds.size())}));
+      }
+      const Score score = score_of(per_scenario, best_static_ns, cap_bytes);
+      candidates.append({candidate_count + c, labels[c], score.feasible, score.worst_ratio, score.mean_ratio,
+                         score.value});
+      scores.push_back(score.value);
+    }
+    candidate_count += batch.size();
+    std::printf("tune: %zu of %d candidates scored; best so far %.4f\n", candidate_count, options.budget,
+                *std::max_element(scores.begin(), scores.end()));
+    std::fflush(stdout);
+    return scores;
+  });
+  candidates.close();
+  if (result.best.score < 0) {
+    throw core::InputError({options.scenarios.front(), 0}, "",
+                           "no candidate fits the memory cap on every scenario and seed",
+                           "a larger --memory-cap, or a larger --budget");
+  }
+  const std::vector<double>& tuned = result.best.values;
+
+  // Held-out seeds: the tuned setting against the defaults and each scenario's best static bucket.
+  const std::string default_label =
+      policy == TunePolicy::kStatic ? std::string("DeepSpeed default") : std::string("default ") + space.policy_name();
+  const std::vector<Aggregate> tuned_held = run_configuration(evaluator, n, held_out, "heldout", "tuned", space.overrides(tuned));
+  // DeepSpeed's defaults for all four static keys (the static search's starting point).
+  const std::vector<Aggregate> deepspeed_held =
+      run_configuration(evaluator, n, held_out, "heldout", "DeepSpeed default",
+                        TuneSpace(TunePolicy::kStatic, true).default_overrides());
+  // For static, the policy's default is DeepSpeed's default.
+  const std::vector<Aggregate> policy_default_held =
+      policy == TunePolicy::kStatic
+          ? deepspeed_held
+          : run_configuration(evaluator, n, held_out, "heldout", default_label, space.default_overrides());
+  std::vector<Job> best_jobs;
+  for (std::size_t s = 0; s < n; ++s) {
+    for (const auto seed : held_out) {
+      best_jobs.push_back({"heldout", "best static", s, seed,
+                           {"controller={policy: static}",
+                            "zero.stage3_prefetch_bucket_size=" + std::to_string(best_static_bucket[s])}});
+    }
+  }
+  const std::vector<Outcome> best_outcomes = evaluator.run(best_jobs);
+  std::vector<Aggregate> best_held;
+  for (std::size_t s = 0; s < n; ++s) {
+    best_held.push_back(aggregate({best_outcomes.begin() + static_cast<std::ptrdiff_t>(s * held_out.size()),
+                                   best_outcomes.begin() + static_cast<std::ptrdiff_t>((s + 1) * held_out.size())}));
+  }
+  evaluator.finish();
+
+  // Outputs. Nothing below depends on the clock, the host or -j.
+  std::string scenario_list;
+  for (const auto& base : bases) scenario_list += (scenario_list.empty() ? "" : ", ") + base.name;
+  const std::string cap_text = cap_bytes > 0 ? std::to_string(cap_bytes) + " bytes (" + gib(cap_bytes) + " GiB)" : "none";
+  std::string seeds_text = "1";
+  if (seeds.size() > 1) seeds_text += "-" + std::to_string(seeds.back());
+
+  const std::string header = "# prefetchlab tune --policy " + std::string(space.policy_name()) +
+                             (options.deployable ? " --deployable" : "") + ": tuned on " + scenario_list +
+                             " (seeds " + seeds_text + "), memory cap " + cap_text + "\n";
+  std::string yaml_header = header;
+  if (policy == TunePolicy::kStatic) {
+    yaml_header += "# The static settings are DeepSpeed keys: see ds_config.json (a scenario loads it with\n"
+                   "# zero: {ds_config: ds_config.json}).\n";
+  }
+  core::write_text_atomically(dir / "controller.yaml", space.controller_yaml(tuned, yaml_header));
+  core::write_json_atomically(dir / "ds_config.json", space.ds_config(tuned));
+
+  nlohmann::json summary;
+  summary["policy"] = space.policy_name();
+  summary["deployable"] = space.deployable();
+  summary["memory_cap_bytes"] = cap_bytes;
+  summary["tuning_seeds"] = seeds;
+  summary["held_out_seeds"] = held_out;
+  summary["budget"] = options.budget;
+  summary["candidates_scored"] = result.history.size();
+  summary["score"] = result.best.score;
+  summary["overrides"] = space.overrides(tuned);
+  nlohmann::json rows = nlohmann::json::array();
+
+  std::ostringstream md;
+  md << "# Tune report: " << space.policy_name() << (options.deployable ? " (deployable)" : "") << "\n\n"
+     << "- scenarios: " << scenario_list << "\n"
+     << "- tuning seeds: " << seeds_text << "; held-out seeds: " << held_out.front() << "-" << held_out.back() << "\n"
+     << "- memory cap (peak reserved): " << cap_text << "\n"
+     << "- budget: " << options.budget << " candidates; scored " << result.history.size() << " (each on "
+     << n * seeds.size() << " simulations); " << evaluator.simulations() << " simulations in all\n"
+     << "- objective: worst scenario's throughput relative to its own best static bucket, + "
+     << fixed(kMeanWeight, 1) << " x the mean of those ratios (tie-breaker); infeasible = any run out of memory "
+     << "or over the cap. Tuned score " << fixed(result.best.score, 4) << "\n"
+     << "- search: pattern (compass) search with shrinking steps in log space (core/tune_search.hpp)\n\n"
+     << "## Tuned settings\n\n| key | value | in DeepSpeed |\n|---|---|---|\n";
+  for (const auto& setting : space.settings(tuned)) {
+    md << "| " << setting.key << " | " << setting.value << " | " << setting.deepspeed << " |\n";
+  }
+  md << "\n## Per scenario, mean of " << held_out.size() << " held-out seeds\n\n"
+     << "| scenario | configuration | steady step (ms) | vs " << default_label << " | vs best static | peak reserved (GiB) | status |\n"
+     << "|---|---|---|---|---|---|---|\n";
+  for (std::size_t s = 0; s < n; ++s) {
+    auto line = [&](const std::string& label, const Aggregate& a) {
+      md << "| " << bases[s].name << " | " << label << " | " << ms(a.mean_step_ns) << " | "
+         << percent(policy_default_held[s].mean_step_ns / a.mean_step_ns) << " | "
+         << percent(best_held[s].mean_step_ns / a.mean_step_ns) << " | " << gib(a.peak_reserved_bytes) << " | "
+         << a.status << " |\n";
+    };
+    line("best static (bucket " + std::to_string(best_static_bucket[s]) + ")", best_held[s]);
+    line("DeepSpeed default (static 5e7)", deepspeed_held[s]);
+    if (policy != TunePolicy::kStatic) line(default_label, policy_default_held[s]);
+    line("tuned", tuned_held[s]);
+    nlohmann::json row;
+    row["scenario"] = bases[s].name;
+    row["best_static_bucket_numel"] = best_static_bucket[s];
+    auto put = [&](const char* key, const Aggregate& a) {
+      row[key] = {{"mean_steady_step_ns", a.mean_step_ns}, {"peak_reserved_bytes", a.peak_reserved_bytes},
+                  {"status", a.status}};
+    };
+    put("best_static", best_held[s]);
+    put("deepspeed_default", deepspeed_held[s]);
+    put("policy_default", policy_default_held[s]);
+    put("tuned", tuned_held[s]);
+    rows.push_back(row);
+  }
+  md << "\n\"vs\" columns are throughput ratios (+ = the row is faster).\n";
+  const std::vector<std::string> notes = space.hard_coded_notes(tuned);
+  if (policy == TunePolicy::kPaceSearch) {
+    md << "\n## Not in DeepSpeed\n\n";
+    for (const auto& note : notes) md << "- " << note << "\n";
+    md << "\nUse it in PrefetchLab scenarios (controller.yaml); `--policy ema_threshold --deployable` tunes what "
+          "DeepSpeed reads.\n";
+  } else if (!notes.empty()) {
+    md << "\n## Not deployable as is: constants DeepSpeed hard-codes\n\n"
+       << "The adaptive keys themselves need PR #8431 (stage3_adaptive_prefetch_bucket_size, "
+       << "stage3_adaptive_prefetch_min_size, stage3_adaptive_prefetch_max_size); ds_config.json carries only "
+       << "those. The follow-up controller (6e70233) hard-codes the rest:\n\n";
+    for (const auto& note : notes) md << "- " << note << "\n";
+    md << "\nRerun with --deployable to tune only what DeepSpeed reads.\n";
+  } else if (policy == TunePolicy::kEmaThreshold) {
+    md << "\nDeployable: ds_config.json holds only the three adaptive keys, which need PR #8431.\n";
+  }
+  summary["scenarios"] = rows;
+  core::write_text_atomically(dir / "report.md", md.str());
+  core::write_json_atomically(dir / "tune.json", summary);
+
+  const double wall_s = std::chrono::duration<double>(Clock::now() - started).count();
+  std::printf("tune: %s, %zu candidates, %zu simulations in %.1f s\n", space.policy_name(), result.history.size(),
+              evaluator.simulations(), wall_s);
+  std::printf("%s", md.str().substr(md.str().find("## Tuned settings")).c_str());
+  std::printf("outputs: %s/{controller.yaml, ds_config.json, report.md, tune.json, evaluations.csv, candidates.csv}\n",
+              dir.string().c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* add_tune_command(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<TuneOptions>();
+  CLI::App* command = app.add_subcommand(
+      "tune", "Search DeepSpeed settings or a controller's parameters across scenarios, seeds and a memory cap");
+  command->footer(
+      "--policy static: stage3_prefetch_bucket_size, stage3_max_live_parameters,\n"
+      "stage3_max_reuse_distance and stage3_param_persistence_threshold, one setting for all\n"
+      "scenarios. --policy ema_threshold|pace_search: the controller's parameters; --deployable\n"
+      "keeps to the keys DeepSpeed reads (ema_threshold's min/max, needs PR #8431). Objective:\n"
+      "the worst scenario's throughput relative to its own best static bucket (+0.1 x the mean),\n"
+      "mean over --seeds seeds 1..N; nothing that runs out of memory or over --memory-cap.\n"
+      "Writes DIR/controller.yaml, ds_config.json, report.md (held-out seeds 1001-1005),\n"
+      "tune.json, evaluations.csv (a row per simulation as it finishes) and candidates.csv.");
+  command->add_option("scenarios", options->scenarios, "scenario YAML files")->required();
+  command->add_option("--policy", options->policy, "static (default), ema_threshold or pace_search");
+  command->add_option("--memory-cap", options->memory_cap, "peak reserved bytes allowed per GPU (e.g. 16GiB)");
+  command->add_option("--seeds", options->seeds, "tuning seeds 1..N (default 3)");
+  command->add_option("--budget", options->budget, "candidates to score (default 150)");
+  command->add_flag("--deployable", options->deployable, "only keys DeepSpeed reads");
+  command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: all cores)");
+  command->add_option("-o,--output", options->output_dir, "output folder")->required();
+  command->callback([options, exit_code] { *exit_code = run_guarded([&] { return tune(*options); }); });
+  return command;
+}
+
+}  // namespace prefetchlab::apps
