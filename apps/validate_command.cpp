@@ -95,7 +95,13 @@ int validate(const ValidateOptions& o) {
   const auto backend = gpu::parse_backend(o.backend);
   if (!backend) throw core::InputError({"<command line>", 0}, "--backend", "is '" + o.backend + "'", "host or cuda");
   std::vector<std::string> overrides = o.overrides;
-  if (!o.hardware.empty()) overrides.push_back("cluster.hardware=" + o.hardware);
+  if (!o.hardware.empty()) {
+    // A file named on the command line is relative to the working directory (inside a scenario
+    // the same key is relative to the scenario's folder); bundled names pass through.
+    const std::filesystem::path given(o.hardware);
+    const bool is_file = std::filesystem::exists(given);
+    overrides.push_back("cluster.hardware=" + (is_file ? std::filesystem::absolute(given).string() : o.hardware));
+  }
   const core::Scenario scenario = core::load_scenario(o.scenario, overrides, bundled_data());
   const std::filesystem::path dir = o.output_dir.empty() ? scenario.output.dir / "validate" : std::filesystem::path(o.output_dir);
   std::filesystem::create_directories(dir);

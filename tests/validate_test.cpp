@@ -54,8 +54,13 @@ void calibrate_then_validate(int ranks) {
   EXPECT_NE(slurp(profile).find("gemm_half_volume_mnk"), std::string::npos);
 
   const auto out = dir.path() / "v";
-  const auto v = run_cli("validate " + kScenario + " --backend host --hardware " + profile.string() +
-                         " --repeats 2 -o " + out.string() + " --set cluster.gpus_per_node=" + std::to_string(ranks));
+  // On one rank the profile is named relative to the working directory, as a user types it
+  // (not relative to the scenario's folder, as a path inside the scenario would be).
+  const std::string hardware = ranks == 1 ? std::string("host.yaml") : profile.string();
+  const std::string in_dir = ranks == 1 ? "cd " + dir.path().string() + " && " : "";
+  const auto v = run_cli("validate " + kScenario + " --backend host --hardware " + hardware + " --repeats 2 -o " +
+                             out.string() + " --set cluster.gpus_per_node=" + std::to_string(ranks),
+                         in_dir);
   ASSERT_EQ(v.exit_code, 0) << v.output;
   const auto summary = csv_rows(out / "validate_summary.csv");
   ASSERT_EQ(summary.size(), 7u) << slurp(out / "validate_summary.csv");
