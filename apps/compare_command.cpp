@@ -14,6 +14,7 @@
 #include "core/input_error.hpp"
 #include "core/scenario.hpp"
 #include "sim/world.hpp"
+#include "static_bucket_grid.hpp"
 
 namespace prefetchlab::apps {
 namespace {
@@ -138,8 +139,7 @@ int compare(const CompareOptions& options) {
     std::vector<std::function<Outcome()>> jobs;
     // The best static bucket: a x2 grid from 1e5 to max_live on the same seed, with the
     // scenario's other settings (the controller forced to static).
-    std::vector<std::int64_t> grid;
-    for (std::int64_t b = 100'000; b <= scenario.zero.max_live_numel; b *= 2) grid.push_back(b);
+    const std::vector<std::int64_t> grid = static_bucket_grid(scenario.zero.max_live_numel);
     for (const std::int64_t b : grid) {
       jobs.push_back([=] {
         return simulate(file, {iterations, warmup, "controller={policy: static}",

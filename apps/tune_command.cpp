@@ -36,6 +36,7 @@
 #include "core/size_value.hpp"
 #include "core/tune_search.hpp"
 #include "parallel_runner.hpp"
+#include "static_bucket_grid.hpp"
 #include "quiet_run.hpp"
 #include "tune_space.hpp"
 
@@ -307,7 +308,7 @@ int tune(const TuneOptions& options) {
   std::vector<std::vector<std::int64_t>> grids(n);
   std::vector<Job> grid_jobs;
   for (std::size_t s = 0; s < n; ++s) {
-    for (std::int64_t b = 100'000; b <= bases[s].zero.max_live_numel; b *= 2) grids[s].push_back(b);
+    grids[s] = static_bucket_grid(bases[s].zero.max_live_numel);
     for (const auto b : grids[s]) {
       for (const auto seed : seeds) {
         grid_jobs.push_back({"baseline", "static bucket " + std::to_string(b), s, seed,

@@ -6,23 +6,29 @@
 #include <cstdio>
 #include <string_view>
 
+#include "core/controller_config.hpp"
+#include "core/zero_config.hpp"
+
 namespace prefetchlab::apps {
 namespace {
 
 // DeepSpeed's code defaults (research deepspeed-zero3.md §1.1) and PR #8431's constants (§3.2,
-// kept by the follow-up §3.4, which hard-codes all but min/max).
-constexpr double kDefaultBucketNumel = 5e7;
-constexpr double kDefaultMaxLiveNumel = 1e9;
-constexpr double kDefaultReuseDistanceNumel = 1e9;
-constexpr double kDefaultPersistenceNumel = 1e5;
+// kept by the follow-up §3.4, which hard-codes all but min/max): the config types hold them.
+const core::ZeroConfig kZeroDefaults{};
+const core::ControllerConfig kControllerDefaults{};
 
 struct HardCoded {
   std::string_view key;
   double deepspeed_value;
 };
-constexpr HardCoded kEmaHardCoded[] = {{"ema_alpha", 0.1},        {"grow_threshold", 0.15},
-                                       {"shrink_threshold", 0.05}, {"grow_factor", 1.25},
-                                       {"shrink_factor", 0.9},     {"update_interval", 10}};
+const HardCoded kEmaHardCoded[] = {{"ema_alpha", kControllerDefaults.ema_alpha},
+                                   {"grow_threshold", kControllerDefaults.grow_threshold},
+                                   {"shrink_threshold", kControllerDefaults.shrink_threshold},
+                                   {"grow_factor", kControllerDefaults.grow_factor},
+                                   {"shrink_factor", kControllerDefaults.shrink_factor},
+                                   {"update_interval", static_cast<double>(kControllerDefaults.update_interval)}};
+
+double as_double(std::int64_t numel) { return static_cast<double>(numel); }
 
 core::SearchDimension dim(std::string name, double lower, double upper, double start, bool log_scale,
                           bool integer) {
@@ -52,27 +58,30 @@ TuneSpace::TuneSpace(TunePolicy policy, bool deployable) : policy_(policy), depl
   switch (policy) {
     case TunePolicy::kStatic:
       // Sizes span from "one parameter per collective" to DeepSpeed's defaults and beyond.
-      dimensions_ = {dim("stage3_prefetch_bucket_size", 1e5, 1e9, kDefaultBucketNumel, true, true),
-                     dim("stage3_max_live_parameters", 1e7, 1e10, kDefaultMaxLiveNumel, true, true),
-                     dim("stage3_max_reuse_distance", 1e5, 1e10, kDefaultReuseDistanceNumel, true, true),
-                     dim("stage3_param_persistence_threshold", 1e3, 1e7, kDefaultPersistenceNumel, true, true)};
+      dimensions_ = {
+          dim("stage3_prefetch_bucket_size", 1e5, 1e9, as_double(kZeroDefaults.prefetch_bucket_numel), true, true),
+          dim("stage3_max_live_parameters", 1e7, 1e10, as_double(kZeroDefaults.max_live_numel), true, true),
+          dim("stage3_max_reuse_distance", 1e5, 1e10, as_double(kZeroDefaults.max_reuse_distance_numel), true, true),
+          dim("stage3_param_persistence_threshold", 1e3, 1e7,
+              as_double(kZeroDefaults.param_persistence_threshold_numel), true, true)};
       break;
     case TunePolicy::kEmaThreshold:
       if (!deployable) {
-        dimensions_ = {dim("ema_alpha", 0.02, 1.0, 0.1, true, false),
-                       dim("grow_threshold", 0.01, 1.0, 0.15, true, false),
+        const core::ControllerConfig& d = kControllerDefaults;
+        dimensions_ = {dim("ema_alpha", 0.02, 1.0, d.ema_alpha, true, false),
+                       dim("grow_threshold", 0.01, 1.0, d.grow_threshold, true, false),
                        // shrink_threshold as a fraction of grow_threshold keeps shrink <= grow.
-                       dim("shrink_fraction", 0.0, 1.0, 0.05 / 0.15, false, false),
-                       dim("grow_factor", 1.05, 4.0, 1.25, true, false),
-                       dim("shrink_factor", 0.25, 0.99, 0.9, false, false),
-                       dim("update_interval", 1, 20, 10, true, true)};
+                       dim("shrink_fraction", 0.0, 1.0, d.shrink_threshold / d.grow_threshold, false, false),
+                       dim("grow_factor", 1.05, 4.0, d.grow_factor, true, false),
+                       dim("shrink_factor", 0.25, 0.99, d.shrink_factor, false, false),
+                       dim("update_interval", 1, 20, as_double(d.update_interval), true, true)};
       }
-      dimensions_.push_back(dim("min_bucket_numel", 1e5, 1e9, 1e7, true, true));
-      dimensions_.push_back(dim("max_bucket_numel", 1e6, 1e9, 5e8, true, true));
+      dimensions_.push_back(dim("min_bucket_numel", 1e5, 1e9, as_double(kControllerDefaults.min_bucket_numel), true, true));
+      dimensions_.push_back(dim("max_bucket_numel", 1e6, 1e9, as_double(kControllerDefaults.max_bucket_numel), true, true));
       break;
     case TunePolicy::kPaceSearch:
       dimensions_ = {dim("min_bucket_numel", 1e4, 1e8, 1e5, true, true),
-                     dim("max_bucket_numel", 1e6, 1e9, 5e8, true, true),
+                     dim("max_bucket_numel", 1e6, 1e9, as_double(kControllerDefaults.max_bucket_numel), true, true),
                      dim("search_factor", 1.5, 16.0, 4.0, true, false)};
       break;
   }

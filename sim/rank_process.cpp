@@ -162,8 +162,8 @@ TimeNs RankProcess::noisy_compute_ns(TimeNs kernel_ns) {
   return std::llround(static_cast<double>(kernel_ns) * factor);
 }
 
-TimeNs RankProcess::host_copy_ns(std::int64_t bytes, double bytes_per_s) const {
-  return static_cast<TimeNs>(std::llround(static_cast<double>(bytes) / bytes_per_s * 1e9));
+TimeNs RankProcess::at_rate_ns(std::int64_t amount, double per_s) const {
+  return static_cast<TimeNs>(std::llround(static_cast<double>(amount) / per_s * 1e9));
 }
 
 TimeNs RankProcess::host_timer_now() {
@@ -553,7 +553,7 @@ HostTask RankProcess::flush_reduce_bucket() {
   // The reduced partition goes to the gradient partition buffer — in host memory with
   // zero.offload_optimizer (copied down over the host link).
   if (scenario.zero.offload_optimizer.device != core::OffloadDevice::kNone) {
-    launch_kernel(*reduce_scatter_, host_copy_ns(bytes / world_size_, shared_.device_to_host_bytes_per_s),
+    launch_kernel(*reduce_scatter_, at_rate_ns(bytes / world_size_, shared_.device_to_host_bytes_per_s),
                   shared_.label_host_copy);
   } else {
     launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes / world_size_), shared_.label_partition_copy);
@@ -586,7 +586,7 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       co_await spend(shared_.compute->collective_launch_ns() + shared_.compute->kernel_launch_ns());
       // zero.offload_param: the shards live in pinned host memory and cross the host link first.
       if (scenario.zero.offload_param.device != core::OffloadDevice::kNone) {
-        launch_kernel(*all_gather_, host_copy_ns(flat_bytes / world_size_, shared_.host_to_device_bytes_per_s),
+        launch_kernel(*all_gather_, at_rate_ns(flat_bytes / world_size_, shared_.host_to_device_bytes_per_s),
                       shared_.label_host_copy);
       }
       // Copy-in: this rank's shards into its slot of the flat buffer, on the all-gather stream.
@@ -691,9 +691,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       if (scenario.zero.offload_optimizer.device != core::OffloadDevice::kNone) {
         // CPU Adam over the host copy of the partition (the host is busy meanwhile), then the
         // updated 16-bit parameters go up to the device shards.
-        const double rate = scenario.cluster.calibration.cpu_adam_elements_per_s;
-        co_await spend(static_cast<TimeNs>(std::llround(static_cast<double>(shard_numel) / rate * 1e9)));
-        launch_kernel(compute_, host_copy_ns(shard_numel * dtype_bytes_, shared_.host_to_device_bytes_per_s),
+        co_await spend(at_rate_ns(shard_numel, scenario.cluster.calibration.cpu_adam_elements_per_s));
+        launch_kernel(compute_, at_rate_ns(shard_numel * dtype_bytes_, shared_.host_to_device_bytes_per_s),
                       shared_.label_host_copy);
       } else {
         launch_kernel(compute_, noisy_compute_ns(shared_.compute->optimizer_step_ns(shard_numel)),

@@ -178,7 +178,8 @@ class RankProcess final : public StreamObserver {
   TimeNs noisy_host_ns(TimeNs host_ns);
   TimeNs noisy_compute_ns(TimeNs kernel_ns);
   TimeNs host_timer_now();  // what perf_counter would read now
-  TimeNs host_copy_ns(std::int64_t bytes, double bytes_per_s) const;
+  // Time to move (or process) `amount` at `per_s` units per second: host-link copies, CPU Adam.
+  TimeNs at_rate_ns(std::int64_t amount, double per_s) const;
   // A host synchronisation on communication: returns (via *idle_ns) how long the compute stream
   // sat drained meanwhile — exposed communication that no stream wait shows.
   HostTask host_sync_on_comm(std::int32_t event, TimeNs* idle_ns);
