@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstdio>
 #include <limits>
+#include <memory_resource>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -44,43 +46,18 @@ struct CachingAllocator::Segment {
   std::uint64_t held_bytes() const { return expandable ? pages.size() * page_bytes : size; }
 };
 
-namespace {
 
-// An ordered set kept as a sorted vector: the same order and the same lookups as std::set, but
-// no node allocation per insert. A pool caches tens of free blocks, so moving a few elements on
-// insert / erase costs less than a tree node's malloc and pointer chasing.
-template <class Key>
-class FlatSet {
- public:
-  using const_iterator = typename std::vector<Key>::const_iterator;
-  const_iterator begin() const { return keys_.begin(); }
-  const_iterator end() const { return keys_.end(); }
-  std::size_t size() const { return keys_.size(); }
-  const_iterator lower_bound(const Key& key) const { return std::lower_bound(keys_.begin(), keys_.end(), key); }
-  std::size_t count(const Key& key) const {
-    const auto it = lower_bound(key);
-    return it != keys_.end() && *it == key ? 1 : 0;
-  }
-  void insert(const Key& key) {
-    const auto it = lower_bound(key);
-    if (it == keys_.end() || *it != key) keys_.insert(it, key);
-  }
-  void erase(const_iterator it) { keys_.erase(it); }
-  void erase(const Key& key) {
-    const auto it = lower_bound(key);
-    if (it != keys_.end() && *it == key) keys_.erase(it);
-  }
-
- private:
-  std::vector<Key> keys_;
-};
-
-}  // namespace
-
+// A large model's pool caches hundreds of free blocks (Llama-2-7B on 8 ranks: ~420 per rank),
+// so the sets are trees (logarithmic insert / erase; a sorted vector moved kilobytes per insert)
+// whose nodes come from the pool's own resource: caching a block mallocs nothing once warm.
 struct CachingAllocator::Pool {
+  explicit Pool(bool small_pool) : small(small_pool) {}
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
   bool small = false;
-  FlatSet<SizeKey> blocks;         // cached free (mapped) blocks
-  FlatSet<AddressKey> unmapped;    // expandable address space without pages
+  std::pmr::unsynchronized_pool_resource nodes;
+  std::pmr::set<SizeKey> blocks{&nodes};       // cached free (mapped) blocks
+  std::pmr::set<AddressKey> unmapped{&nodes};  // expandable address space without pages
   std::uint64_t search_count = 0;  // get_free_block calls, the clock of GC ages
 };
 
@@ -144,14 +121,13 @@ std::uint64_t segment_size_for(std::uint64_t rounded_bytes) {
 
 CachingAllocator::CachingAllocator(DeviceMemory& device, AllocatorOptions options)
     : device_(device), options_(std::move(options)), next_virtual_address_(1ULL << 52) {
-  pools_.resize(2);
-  pools_[0].small = true;
-  pools_[1].small = false;
+  pools_[0] = std::make_unique<Pool>(true);
+  pools_[1] = std::make_unique<Pool>(false);
 }
 
 CachingAllocator::~CachingAllocator() = default;
 
-CachingAllocator::Pool& CachingAllocator::pool_of(bool small) { return pools_[small ? 0 : 1]; }
+CachingAllocator::Pool& CachingAllocator::pool_of(bool small) { return *pools_[small ? 0 : 1]; }
 
 std::uint32_t CachingAllocator::new_block() {
   std::uint32_t index;
@@ -299,27 +275,27 @@ bool CachingAllocator::get_free_block(Request& r) {
   Pool& pool = pool_of(r.small);
   if (gc_enabled()) ++pool.search_count;
   auto it = pool.blocks.lower_bound(SizeKey{r.stream, r.size_bytes, 0, 0});
-  if (it == pool.blocks.end() || std::get<0>(*it) != r.stream) return false;
-  if (is_expandable(std::get<3>(*it))) {
+  if (it == pool.blocks.end() || it->stream != r.stream) return false;
+  if (is_expandable(it->block)) {
     // Among fitting blocks of an expandable segment, prefer the one that could grow least
     // (its size plus the unmapped space right after it), as PyTorch's get_free_block does.
     auto expandable_size = [&](const SizeKey& key) {
-      const Block& b = blocks_[std::get<3>(key)];
+      const Block& b = blocks_[key.block];
       return b.size + (b.next != kNone && !blocks_[b.next].mapped ? blocks_[b.next].size : 0);
     };
     auto next = std::next(it);
-    while (is_expandable(std::get<3>(*it)) && next != pool.blocks.end() && std::get<0>(*next) == r.stream &&
+    while (is_expandable(it->block) && next != pool.blocks.end() && next->stream == r.stream &&
            expandable_size(*next) < expandable_size(*it)) {
       it = next++;
     }
   }
-  const std::uint64_t block_bytes = std::get<1>(*it);
+  const std::uint64_t block_bytes = it->size;
   const std::uint64_t mss = options_.max_split_size();
   // An oversize block (>= max_split_size) is never given to a small request, and to a large
   // request only when it wastes less than max_non_split_rounding.
   if (r.size_bytes < mss && block_bytes >= mss) return false;
   if (r.size_bytes >= mss && block_bytes >= r.size_bytes + options_.max_non_split_rounding_bytes) return false;
-  r.block = std::get<3>(*it);
+  r.block = it->block;
   pool.blocks.erase(it);
   return true;
 }
@@ -456,14 +432,13 @@ void CachingAllocator::insert_events(std::uint32_t index) {
   b.stream_uses.clear();
 }
 
-CachingAllocator::StreamState& CachingAllocator::stream_state(StreamId stream) {
-  auto it = streams_.begin();
-  while (it != streams_.end() && it->id < stream) ++it;
-  if (it == streams_.end() || it->id != stream) {
-    it = streams_.insert(it, StreamState{});
-    it->id = stream;
+CachingAllocator::StreamState& CachingAllocator::add_stream(StreamId stream) {
+  if (stream >= kMaxStreams) {
+    throw std::invalid_argument("CachingAllocator: stream id " + std::to_string(stream) +
+                                " is not a small index (below " + std::to_string(kMaxStreams) + ")");
   }
-  return *it;
+  streams_.resize(stream + 1);
+  return streams_[stream];
 }
 
 void CachingAllocator::note_enqueued(StreamId stream, StreamPoint point) {
@@ -588,7 +563,7 @@ void CachingAllocator::release_blocks(Pool& pool) {
   std::vector<std::uint32_t> whole_segments;
   std::vector<std::uint32_t> to_unmap;
   for (const SizeKey& key : pool.blocks) {
-    const std::uint32_t index = std::get<3>(key);
+    const std::uint32_t index = key.block;
     if (is_expandable(index)) {
       to_unmap.push_back(index);
     } else if (!is_split(blocks_[index])) {
@@ -629,7 +604,7 @@ bool CachingAllocator::release_available_cached_blocks(const Request& r) {
   Pool& pool = pool_of(r.small);
   const std::uint64_t key_bytes = std::max(r.size_bytes, mss);
   auto it = pool.blocks.lower_bound(SizeKey{r.stream, key_bytes, 0, 0});
-  if (it == pool.blocks.end() || std::get<0>(*it) != r.stream || is_expandable(std::get<3>(*it))) {
+  if (it == pool.blocks.end() || it->stream != r.stream || is_expandable(it->block)) {
     // No single oversize block is enough: release oversize blocks of this stream from the
     // largest down until enough is released. What was released stays released even when it is
     // not enough (as in PyTorch).
@@ -637,13 +612,13 @@ bool CachingAllocator::release_available_cached_blocks(const Request& r) {
     --it;
     std::uint64_t released = 0;
     std::vector<std::uint32_t> victims;
-    while (released < key_bytes && std::get<1>(*it) >= mss && std::get<0>(*it) == r.stream) {
-      const std::uint32_t index = std::get<3>(*it);
+    while (released < key_bytes && it->size >= mss && it->stream == r.stream) {
+      const std::uint32_t index = it->block;
       // PyTorch releases the block's whole segment; a cached block >= max_split_size is always
       // a whole segment (splits leave tails < max_split_size), but we check rather than assume.
       if (!is_expandable(index) && !is_split(blocks_[index])) {
         victims.push_back(index);
-        released += std::get<1>(*it);
+        released += it->size;
       }
       if (it == pool.blocks.begin()) break;
       --it;
@@ -651,7 +626,7 @@ bool CachingAllocator::release_available_cached_blocks(const Request& r) {
     for (const std::uint32_t index : victims) release_block(index);
     return released >= key_bytes;
   }
-  const std::uint32_t index = std::get<3>(*it);
+  const std::uint32_t index = it->block;
   if (is_split(blocks_[index])) return false;
   release_block(index);
   return true;
@@ -670,8 +645,8 @@ void CachingAllocator::garbage_collect_cached_blocks() {
   std::uint64_t total_age = 0;
   std::int64_t freeable = 0;
   for (const SizeKey& key : pool.blocks) {
-    if (!is_split(blocks_[std::get<3>(key)])) {
-      total_age += age(std::get<3>(key));
+    if (!is_split(blocks_[key.block])) {
+      total_age += age(key.block);
       ++freeable;
     }
   }
@@ -683,7 +658,7 @@ void CachingAllocator::garbage_collect_cached_blocks() {
     freed_any = false;
     std::vector<std::uint32_t> victims;
     for (const SizeKey& key : pool.blocks) {
-      const std::uint32_t index = std::get<3>(key);
+      const std::uint32_t index = key.block;
       if (!is_split(blocks_[index]) && !is_expandable(index) &&
           static_cast<double>(age(index)) >= age_threshold) {
         victims.push_back(index);
@@ -719,8 +694,8 @@ std::uint32_t CachingAllocator::find_expandable_block(const Request& r) {
     return bytes >= r.size_bytes;
   };
   for (auto it = pool.unmapped.lower_bound(AddressKey{r.stream, 0, 0});
-       it != pool.unmapped.end() && std::get<0>(*it) == r.stream; ++it) {
-    std::uint32_t candidate = std::get<2>(*it);
+       it != pool.unmapped.end() && it->stream == r.stream; ++it) {
+    std::uint32_t candidate = it->block;
     if (allocatable(blocks_[candidate].prev)) candidate = blocks_[candidate].prev;
     if (has_space(candidate)) return candidate;
   }
@@ -962,7 +937,7 @@ std::vector<std::string> CachingAllocator::check_invariants() const {
           if (b.mapped != (s.pages.count(p) == 1)) fail(where + ": page mapping disagrees with block");
         }
       }
-      const auto& pool = pools_[b.small ? 0 : 1];
+      const auto& pool = *pools_[b.small ? 0 : 1];
       const bool listed = pool.blocks.count(SizeKey{b.stream, b.size, b.address, i}) == 1;
       const bool listed_unmapped = pool.unmapped.count(AddressKey{b.stream, b.address, i}) == 1;
       if (idle_free != listed) fail(where + ": pool membership wrong");
@@ -994,8 +969,8 @@ std::vector<std::string> CachingAllocator::check_invariants() const {
     if (ranges[i - 1].first + ranges[i - 1].second > ranges[i].first) fail("segments overlap");
   }
   for (int p = 0; p < 2; ++p) {
-    if (in_pool[p] != pools_[static_cast<std::size_t>(p)].blocks.size()) fail("pool lists blocks outside segments");
-    if (unmapped_count[p] != pools_[static_cast<std::size_t>(p)].unmapped.size())
+    if (in_pool[p] != pools_[static_cast<std::size_t>(p)]->blocks.size()) fail("pool lists blocks outside segments");
+    if (unmapped_count[p] != pools_[static_cast<std::size_t>(p)]->unmapped.size())
       fail("unmapped set lists blocks outside segments");
   }
   std::size_t queued = 0;

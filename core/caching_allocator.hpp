@@ -41,14 +41,16 @@
 //    all unmapped is given back. No IPC / peer access.
 //  * FixedCapacityDeviceMemory models no physical fragmentation: a cudaMalloc succeeds whenever
 //    the total fits.
+#include <array>
+#include <compare>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "allocator_options.hpp"
@@ -171,19 +173,33 @@ class CachingAllocator {
     StreamPoint point;
     std::uint32_t block;
   };
-  // One per stream seen, kept sorted by id (streams are few: a linear scan beats a tree). The
-  // event queue of a stream stays allocated while empty, so a stream whose frees come and go
-  // does not rebuild its queue each time.
+  // Indexed by stream id: ids are small dense indices (the simulator's three streams, the CUDA
+  // device's created streams), and the allocator looks a stream up on every malloc. The event
+  // queue of a stream stays allocated while empty, so a stream whose frees come and go does not
+  // rebuild its queue each time.
+  static constexpr StreamId kMaxStreams = 1024;
   struct StreamState {
-    StreamId id = 0;
     StreamPoint enqueued = 0;
     StreamPoint completed = 0;
     std::deque<Event> events;  // pending block events, in the order they were recorded
   };
+  // Plain structs rather than std::tuple: a tuple is not trivially copyable, so the pools'
+  // sorted vectors would shift it element by element instead of with one memmove.
   // (stream, size, address, index): PyTorch's BlockComparatorSize, ties by address.
-  using SizeKey = std::tuple<StreamId, std::uint64_t, DeviceAddress, std::uint32_t>;
+  struct SizeKey {
+    StreamId stream;
+    std::uint64_t size;
+    DeviceAddress address;
+    std::uint32_t block;
+    friend auto operator<=>(const SizeKey&, const SizeKey&) = default;
+  };
   // (stream, address, index): the unmapped ranges of expandable segments.
-  using AddressKey = std::tuple<StreamId, DeviceAddress, std::uint32_t>;
+  struct AddressKey {
+    StreamId stream;
+    DeviceAddress address;
+    std::uint32_t block;
+    friend auto operator<=>(const AddressKey&, const AddressKey&) = default;
+  };
 
   struct Request {
     std::uint64_t orig_bytes;
@@ -237,9 +253,12 @@ class CachingAllocator {
   std::vector<std::uint32_t> free_block_slots_;
   std::vector<Segment> segments_;
   std::vector<std::uint32_t> free_segment_slots_;
-  std::vector<Pool> pools_;  // [0] small, [1] large
-  StreamState& stream_state(StreamId stream);
-  std::vector<StreamState> streams_;  // sorted by id
+  std::array<std::unique_ptr<Pool>, 2> pools_;  // [0] small, [1] large
+  StreamState& stream_state(StreamId stream) {
+    return stream < streams_.size() ? streams_[stream] : add_stream(stream);
+  }
+  StreamState& add_stream(StreamId stream);  // grows streams_ to hold `stream`
+  std::vector<StreamState> streams_;  // [stream id]
   DeviceAddress next_virtual_address_;
 };
 

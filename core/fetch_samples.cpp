@@ -13,11 +13,9 @@ TimingSample sample_of(int iteration, int rank, const FetchTiming& fetch, const 
   sample.wait_ns = fetch.device_end_ns - fetch.device_start_ns;
   sample.interval_ns = fetch.device_end_ns - previous.device_end_ns;
   // What host perf_counter timers would have read (review defect (b)).
-  // Built in place (an initializer list would construct every name twice).
-  sample.extra.reserve(3);
-  sample.extra.emplace_back(kHostWaitColumn, fetch.host_end_ns - fetch.host_start_ns);
-  sample.extra.emplace_back(kHostIntervalColumn, fetch.host_end_ns - previous.host_end_ns);
-  sample.extra.emplace_back(kPeakReservedColumn, fetch.peak_reserved_bytes);
+  // In measured_sample_columns() order.
+  sample.extra = {fetch.host_end_ns - fetch.host_start_ns, fetch.host_end_ns - previous.host_end_ns,
+                  fetch.peak_reserved_bytes};
   return sample;
 }
 

@@ -80,14 +80,15 @@ void fold_rank(IterationRecord& record, const RankIterationTimes& rank, bool fir
 
 // What a controller sees for one fetch: how long compute waited for it and the time since the
 // previous same-phase fetch on that rank in that iteration. Extra named columns (e.g. a policy's
-// own measurements) follow in a fixed order; SamplesCsv declares them up front.
+// own measurements) follow in a fixed order; their names are declared once per run (SamplesCsv,
+// PrefetchController::bind_columns), not carried by each sample: a run makes a sample per fetch.
 struct TimingSample {
   int iteration = 0;
   int rank = 0;
   Phase phase = Phase::kForward;
   std::int64_t wait_ns = 0;
   std::int64_t interval_ns = 0;
-  std::vector<std::pair<std::string, std::int64_t>> extra;  // (column name, value), ordered
+  std::vector<std::int64_t> extra;  // the run's extra column values, in their declared order
 };
 
 // The prefetch bucket one rank used at the first fetch of an iteration.

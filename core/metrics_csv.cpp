@@ -174,21 +174,16 @@ std::vector<CsvField> SamplesCsv::row(const TimingSample& sample) const {
                                  std::to_string(sample.iteration) + ", rank " +
                                  std::to_string(sample.rank) + "): " + detail);
   };
-  if (sample.extra.size() > extra_columns_.size()) {
-    throw mismatch("extra column '" + sample.extra[extra_columns_.size()].first +
-                   "' was not declared when the file was opened");
+  if (sample.extra.size() != extra_columns_.size()) {
+    std::string declared;
+    for (const std::string& name : extra_columns_) declared += (declared.empty() ? "" : ",") + name;
+    throw mismatch(std::to_string(sample.extra.size()) + " extra values where the file declared " +
+                   std::to_string(extra_columns_.size()) + " columns (" + declared + ")");
   }
   std::vector<CsvField> fields;
   fields.reserve(5 + extra_columns_.size());
   add_fields(sample, fields);
-  for (std::size_t i = 0; i < extra_columns_.size(); ++i) {
-    if (i >= sample.extra.size()) throw mismatch("column '" + extra_columns_[i] + "' is missing");
-    if (sample.extra[i].first != extra_columns_[i]) {
-      throw mismatch("column '" + sample.extra[i].first + "' found where '" + extra_columns_[i] +
-                     "' was declared");
-    }
-    fields.emplace_back(sample.extra[i].second);
-  }
+  for (const std::int64_t value : sample.extra) fields.emplace_back(value);
   return fields;
 }
 

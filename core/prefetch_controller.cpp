@@ -67,7 +67,7 @@ std::int64_t PrefetchController::column(const TimingSample& sample, int index) c
     throw std::invalid_argument("sample (iteration " + std::to_string(sample.iteration) + ", rank " +
                                 std::to_string(sample.rank) + ") lacks a bound extra column");
   }
-  return sample.extra[static_cast<std::size_t>(index)].second;
+  return sample.extra[static_cast<std::size_t>(index)];
 }
 
 std::int64_t PrefetchController::wait_of(const TimingSample& sample) const {

@@ -100,7 +100,7 @@ SamplesFile read_samples_csv(const std::filesystem::path& path, int world_size) 
     sample.wait_ns = integer(3, 0, kMax, "a time in ns >= 0");
     sample.interval_ns = integer(4, 0, kMax, "a time in ns >= 0");
     for (std::size_t i = base.size(); i < fields.size(); ++i) {
-      sample.extra.emplace_back(header[i], integer(i, 0, kMax, "a value >= 0"));
+      sample.extra.push_back(integer(i, 0, kMax, "a value >= 0"));
     }
     auto [it, inserted] = last_iteration.emplace(sample.rank, sample.iteration);
     if (!inserted) {

@@ -33,7 +33,7 @@ pc::ControllerContext context(std::int64_t initial = 50'000'000, std::int64_t ma
 }
 
 pc::TimingSample sample(int iteration, pc::Phase phase, std::int64_t wait, std::int64_t interval,
-                        std::vector<std::pair<std::string, std::int64_t>> extra = {}) {
+                        std::vector<std::int64_t> extra = {}) {
   pc::TimingSample s;
   s.iteration = iteration;
   s.phase = phase;
@@ -296,7 +296,7 @@ TEST(EmaThreshold, HostTimersReadTheHostColumns) {
   EXPECT_THROW(c->bind_columns(std::vector<std::string>{"host_wait_ns"}), pc::MissingSampleColumn);
   // Defect (b): the device stalled 50 % but the host saw 0.01 -> the bucket shrinks.
   const Script script = [](int i, int) {
-    return Samples{sample(i, pc::Phase::kForward, 500, 1000, {{"host_wait_ns", 10}, {"host_interval_ns", 1000}})};
+    return Samples{sample(i, pc::Phase::kForward, 500, 1000, {/*host_wait_ns*/ 10, /*host_interval_ns*/ 1000})};
   };
   EXPECT_EQ(drive(config, 50'000'000, 11, script).at(11)[0], 45'000'000);
   EXPECT_EQ(drive(ema_config(), 50'000'000, 11, script).at(11)[0], 62'500'000);
@@ -316,7 +316,7 @@ pc::ControllerConfig pr_config() {
 }
 pc::TimingSample host(std::int64_t wait, std::int64_t interval) {
   // Device columns deliberately contradict the host ones: pr8431 must read the host timers.
-  return sample(1, pc::Phase::kForward, 999'999, 1, {{"host_wait_ns", wait}, {"host_interval_ns", interval}});
+  return sample(1, pc::Phase::kForward, 999'999, 1, {wait, interval});  // kHostColumns order
 }
 const std::vector<std::string> kHostColumns{"host_wait_ns", "host_interval_ns"};
 }  // namespace
@@ -493,7 +493,7 @@ std::map<int, std::int64_t> budgeted_search(std::int64_t budget_bytes,
     if (!c->wants_samples()) continue;
     const std::int64_t b = i == 1 ? 0 : bucket[i];  // iteration 1 records: nothing prefetched
     c->observe(sample(i, pc::Phase::kForward, 0, 1'000'000'000 / (1 + b / 1'000'000),
-                      {{"peak_reserved_bytes", peak(b)}}));
+                      {peak(b)}));
   }
   return bucket;
 }

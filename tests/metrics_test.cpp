@@ -321,18 +321,13 @@ TEST(Csv, SamplesWithDeclaredExtraColumns) {
 
   pc::SamplesCsv writer(dir / "samples.csv", {"fetch_numel", "host_wait_ns"});
   EXPECT_EQ(writer.extra_columns(), (std::vector<std::string>{"fetch_numel", "host_wait_ns"}));
-  writer.append(pc::TimingSample{
-      2, 0, pc::Phase::kForward, 0, 9'000, {{"fetch_numel", 2'359'296}, {"host_wait_ns", 12}}});
-  // Missing, extra, misnamed or reordered columns are refused, and nothing is written for them.
+  writer.append(pc::TimingSample{2, 0, pc::Phase::kForward, 0, 9'000, {2'359'296, 12}});
+  // Missing or extra values are refused, and nothing is written for them.
   EXPECT_THROW(writer.append(pc::TimingSample{2, 0, pc::Phase::kForward, 0, 1, {}}),
                std::invalid_argument);
-  EXPECT_THROW(writer.append(pc::TimingSample{2, 0, pc::Phase::kForward, 0, 1,
-                                              {{"host_wait_ns", 1}, {"fetch_numel", 2}}}),
+  EXPECT_THROW(writer.append(pc::TimingSample{2, 0, pc::Phase::kForward, 0, 1, {1}}), std::invalid_argument);
+  EXPECT_THROW(writer.append(pc::TimingSample{2, 0, pc::Phase::kForward, 0, 1, {1, 2, 3}}),
                std::invalid_argument);
-  EXPECT_THROW(
-      writer.append(pc::TimingSample{
-          2, 0, pc::Phase::kForward, 0, 1, {{"fetch_numel", 1}, {"host_wait_ns", 2}, {"x", 3}}}),
-      std::invalid_argument);
   EXPECT_EQ(read_file(dir / "samples.csv"),
             "iteration,rank,phase,wait_ns,interval_ns,fetch_numel,host_wait_ns\n"
             "2,0,forward,0,9000,2359296,12\n");
@@ -438,7 +433,7 @@ TEST(Determinism, IdenticalInputsGiveIdenticalFiles) {
     metrics.iterations.push_back(record);
     for (int rank = 0; rank < 8; ++rank) {
       metrics.buckets.push_back({i, rank, record.bucket_numel});
-      metrics.samples.push_back({i, rank, pc::Phase::kBackward, 11 * rank, 1000 + i, {{"k", i}}});
+      metrics.samples.push_back({i, rank, pc::Phase::kBackward, 11 * rank, 1000 + i, {i}});
       metrics.memory.push_back({1000 * i + rank, rank, 100 * i, 200 * i});
     }
   }

@@ -42,7 +42,7 @@ TEST(SamplesReader, ReadsBaseAndExtraColumns) {
   EXPECT_EQ(s.samples[1].rank, 1);
   EXPECT_EQ(s.samples[1].phase, pc::Phase::kBackward);
   EXPECT_EQ(s.samples[1].interval_ns, 50);
-  EXPECT_EQ(s.samples[1].extra[1], (std::pair<std::string, std::int64_t>{"host_interval_ns", 60}));
+  EXPECT_EQ(s.samples[1].extra, (std::vector<std::int64_t>{2, 60}));  // host_wait_ns, host_interval_ns
   EXPECT_EQ(s.lines, (std::vector<int>{2, 3}));
 }
 
