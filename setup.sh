@@ -19,6 +19,7 @@ PACKAGES=(
   libcli11-dev        # cmake:CLI11
   nlohmann-json3-dev  # cmake:nlohmann_json
   libeigen3-dev       # cmake:Eigen3
+  libmimalloc-dev     # cmake:mimalloc
   libgtest-dev        # cmake:GTest
   libbenchmark-dev    # cmake:benchmark
   python3             # program:python3

@@ -4,7 +4,6 @@
 #include <bit>
 #include <cstdio>
 #include <limits>
-#include <memory_resource>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -48,16 +47,15 @@ struct CachingAllocator::Segment {
 
 
 // A large model's pool caches hundreds of free blocks (Llama-2-7B on 8 ranks: ~420 per rank),
-// so the sets are trees (logarithmic insert / erase; a sorted vector moved kilobytes per insert)
-// whose nodes come from the pool's own resource: caching a block mallocs nothing once warm.
+// so the sets are trees: logarithmic insert / erase, where a sorted vector moved kilobytes per
+// insert.
 struct CachingAllocator::Pool {
   explicit Pool(bool small_pool) : small(small_pool) {}
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
   bool small = false;
-  std::pmr::unsynchronized_pool_resource nodes;
-  std::pmr::set<SizeKey> blocks{&nodes};       // cached free (mapped) blocks
-  std::pmr::set<AddressKey> unmapped{&nodes};  // expandable address space without pages
+  std::set<SizeKey> blocks;       // cached free (mapped) blocks
+  std::set<AddressKey> unmapped;  // expandable address space without pages
   std::uint64_t search_count = 0;  // get_free_block calls, the clock of GC ages
 };
 

@@ -43,9 +43,8 @@ void EventTable::grow() {
   head_ = 0;
 }
 
-std::size_t EventTable::index(std::int32_t id) const {
-  if (id < base_) throw std::logic_error("device event " + std::to_string(id) + " was already forgotten");
-  return (head_ + static_cast<std::size_t>(id - base_)) & (slots_.size() - 1);
+void EventTable::throw_forgotten(std::int32_t id) {
+  throw std::logic_error("device event " + std::to_string(id) + " was already forgotten");
 }
 
 void EventTable::forget_before(std::int32_t id) {

@@ -80,7 +80,12 @@ class EventTable {
  private:
   EventEngine& engine_;
   CoroutineResumer& resumer_;
-  std::size_t index(std::int32_t id) const;
+  // Inline: streams and the host look events up several times per operation.
+  std::size_t index(std::int32_t id) const {
+    if (id < base_) [[unlikely]] throw_forgotten(id);
+    return (head_ + static_cast<std::size_t>(id - base_)) & (slots_.size() - 1);
+  }
+  [[noreturn]] static void throw_forgotten(std::int32_t id);
   void grow();
   // A ring of live events (power-of-two size): the oldest, id base_, at slots_[head_]. Slots
   // are reused as events are forgotten, waiter lists keeping their capacity, so creating an
