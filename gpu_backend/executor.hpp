@@ -8,8 +8,10 @@
 // communication stream, as ProcessGroupNCCL does), copy-out per parameter at the first wait;
 // modules run GEMMs of their real shapes and memory-bound kernels on the compute stream, which
 // waits on the all-gather stream; backward runs data- and weight-gradient GEMMs and reduce-
-// scatters IPG gradient buckets on the reduce stream; releases free gathered memory. Timing
-// comes from device events on the compute stream. The host blocks only where DeepSpeed's does;
+// scatters IPG gradient buckets on the reduce stream; releases free gathered memory. Offload
+// to host memory (zero.offload_param / offload_optimizer, device cpu), full activation
+// checkpointing and divergence run as the simulator runs them (gpu_backend/rank_executor.cpp).
+// Timing comes from device events on the compute stream. The host blocks only where DeepSpeed's does;
 // each block is in the call log with its tag.
 #include <chrono>
 #include <cstdint>
