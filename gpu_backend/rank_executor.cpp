@@ -997,9 +997,10 @@ void RankExecutor::optimizer_update() {
 // zero.offload_optimizer: DeepSpeedCPUAdam over the host partition on this rank's thread (the
 // host is busy meanwhile, as in the simulator), then the updated 16-bit parameters go up to the
 // device shards on the compute stream — or, with the shards offloaded too, are written in place.
-// The gradients came down before the end-of-backward synchronisation, so no other wait is needed;
-// every earlier read of the host shards (fetch copies) was waited for by compute work the
-// reduce stream, and so that synchronisation, followed.
+// The gradients came down before the end-of-backward synchronisation, so no other wait is needed
+// (DeepSpeed's host waits there too, research deepspeed-zero3.md §2). Every earlier fetch copy out
+// of the host shards was awaited by compute work that the reduce stream, and so that
+// synchronisation, came after: rewriting them in place is safe.
 void RankExecutor::cpu_adam() {
   auto host_span = [](void* host, std::int64_t bytes) {
     return DeviceSpan{reinterpret_cast<core::DeviceAddress>(host), static_cast<std::uint64_t>(bytes)};
