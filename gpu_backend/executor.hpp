@@ -73,12 +73,14 @@ struct ExecutorResult {
 
 class Executor {
  public:
-  // Throws core::InputError-like std::invalid_argument for what the backend cannot run yet.
+  // Throws core::InputError-like std::invalid_argument for what the backend cannot run (NVMe
+  // offload) and for a group of another size than the scenario's.
   Executor(const core::Scenario& scenario, DeviceGroup& group, ExecutorOptions options = {});
 
   // The unsharded initial parameters (index = ds_id, bytes in the training dtype). Each rank
-  // copies its shards to its device before this returns; nothing keeps the host copies, so the
-  // caller may overwrite them. Without a call, run() uses seeded_parameters().
+  // takes its shards (to its device at run(), or into its host memory with zero.offload_param);
+  // nothing keeps the caller's tensors, so the caller may overwrite them. Without a call, run()
+  // uses seeded_parameters().
   void load_parameters(const std::vector<std::vector<std::byte>>& full_parameters);
 
   ExecutorResult run();

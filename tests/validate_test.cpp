@@ -116,6 +116,15 @@ TEST(ValidateCommand, ReplayOfARealRunsSamplesReproducesItsBuckets) {
   }
 }
 
+// The executor offloads to host memory only: an NVMe offload is refused up front, exit 2.
+TEST(ValidateCommand, NvmeOffloadIsAClearError) {
+  TempDir dir("validate-nvme");
+  const auto v = run_cli("validate " + kOffloadScenario + " --backend host --repeats 1 -o " + dir.path().string() +
+                         " --set zero.offload_param.device=nvme --set zero.offload_param.nvme_path=/tmp");
+  EXPECT_EQ(v.exit_code, 2) << v.output;
+  EXPECT_NE(v.output.find("does not support zero.offload_param.device: nvme"), std::string::npos) << v.output;
+}
+
 TEST(ValidateCommand, BadBackendAndUnbuiltCudaAreClearErrors) {
   const auto bad = run_cli("validate " + kScenario + " --backend tpu");
   EXPECT_EQ(bad.exit_code, 2);
