@@ -2,6 +2,7 @@
 // error, 2 bad input, 3 collective mismatch, 4 out of memory.
 #include <CLI/CLI.hpp>
 
+#include "allocator_replay_command.hpp"
 #include "calibrate_command.hpp"
 #include "collective_command.hpp"
 #include "command_context.hpp"
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   add_merge_command(app, &exit_code);
   add_validate_command(app, &exit_code);
   add_tune_command(app, &exit_code);
+  add_allocator_replay_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -126,7 +126,7 @@ int validate(const ValidateOptions& o) {
     try {
       executor.emplace(scenario, *group);
     } catch (const std::invalid_argument& e) {
-      throw core::InputError({o.scenario, 0}, "", e.what(), "a scenario the real backend runs (no offload, checkpointing or divergence)");
+      throw core::InputError({o.scenario, 0}, "", e.what(), "a scenario the real backend runs (offload to cpu, not nvme)");
     }
     runs.push_back(executor->run());
     if (runs.back().status != core::RunStatus::kOk) {

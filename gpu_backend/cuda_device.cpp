@@ -181,6 +181,11 @@ class CudaDevice final : public Device {
     enqueue(stream, cudaMemcpyAsync(ptr(dst), ptr(src), src.bytes, cudaMemcpyDeviceToDevice, get(stream)), "cudaMemcpyAsync D2D");
   }
 
+  void pin_host_memory(void* host, std::uint64_t bytes) override {
+    check(cudaHostRegister(host, bytes, cudaHostRegisterPortable), "cudaHostRegister");
+  }
+  void unpin_host_memory(void* host) override { check(cudaHostUnregister(host), "cudaHostUnregister"); }
+
   void all_gather(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type) override {
     if (recv.bytes != send.bytes * static_cast<std::uint64_t>(world_size())) throw std::invalid_argument("all_gather: recv is not world_size x send");
     bind();

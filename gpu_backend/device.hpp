@@ -113,6 +113,11 @@ class Device {
   virtual void copy_host_to_device(StreamId stream, DeviceSpan dst, const void* host) = 0;
   virtual void copy_device_to_host(StreamId stream, void* host, DeviceSpan src) = 0;
   virtual void copy_device_to_device(StreamId stream, DeviceSpan dst, DeviceSpan src) = 0;
+  // Page-locks host memory so copies from and to it run asynchronously on the copy engine
+  // (cudaHostRegister; PyTorch's pin_memory, which DeepSpeed's offload uses). Unpin before the
+  // memory goes; pinning does not move or change it.
+  virtual void pin_host_memory(void* host, std::uint64_t bytes) = 0;
+  virtual void unpin_host_memory(void* host) = 0;
 
   // --- collectives over the group's communicator: every rank must issue the same sequence
   // (kind, size, type), as with NCCL; a mismatch or a rank that never arrives fails the run ---

@@ -8,8 +8,10 @@
 // communication stream, as ProcessGroupNCCL does), copy-out per parameter at the first wait;
 // modules run GEMMs of their real shapes and memory-bound kernels on the compute stream, which
 // waits on the all-gather stream; backward runs data- and weight-gradient GEMMs and reduce-
-// scatters IPG gradient buckets on the reduce stream; releases free gathered memory. Timing
-// comes from device events on the compute stream. The host blocks only where DeepSpeed's does;
+// scatters IPG gradient buckets on the reduce stream; releases free gathered memory. Offload
+// to host memory (zero.offload_param / offload_optimizer, device cpu), full activation
+// checkpointing and divergence run as the simulator runs them (gpu_backend/rank_executor.cpp).
+// Timing comes from device events on the compute stream. The host blocks only where DeepSpeed's does;
 // each block is in the call log with its tag.
 #include <chrono>
 #include <cstdint>
@@ -71,12 +73,14 @@ struct ExecutorResult {
 
 class Executor {
  public:
-  // Throws core::InputError-like std::invalid_argument for what the backend cannot run yet.
+  // Throws core::InputError-like std::invalid_argument for what the backend cannot run (NVMe
+  // offload) and for a group of another size than the scenario's.
   Executor(const core::Scenario& scenario, DeviceGroup& group, ExecutorOptions options = {});
 
   // The unsharded initial parameters (index = ds_id, bytes in the training dtype). Each rank
-  // copies its shards to its device before this returns; nothing keeps the host copies, so the
-  // caller may overwrite them. Without a call, run() uses seeded_parameters().
+  // takes its shards (to its device at run(), or into its host memory with zero.offload_param);
+  // nothing keeps the caller's tensors, so the caller may overwrite them. Without a call, run()
+  // uses seeded_parameters().
   void load_parameters(const std::vector<std::vector<std::byte>>& full_parameters);
 
   ExecutorResult run();

@@ -83,6 +83,9 @@ class HostDevice final : public Device {
   void copy_host_to_device(StreamId stream, DeviceSpan dst, const void* host) override;
   void copy_device_to_host(StreamId stream, void* host, DeviceSpan src) override;
   void copy_device_to_device(StreamId stream, DeviceSpan dst, DeviceSpan src) override;
+  // Device memory is host memory here: nothing to pin.
+  void pin_host_memory(void*, std::uint64_t) override {}
+  void unpin_host_memory(void*) override {}
 
   void all_gather(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type) override;
   void reduce_scatter(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type, ReduceOp op) override;

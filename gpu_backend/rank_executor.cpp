@@ -9,6 +9,7 @@
 #include "core/host_throttle.hpp"
 #include "core/persistence.hpp"
 #include "core/scenario_coordinator.hpp"
+#include "gpu_backend/host_kernels.hpp"
 #include "gpu_backend/seeded_data.hpp"
 
 namespace prefetchlab::gpu {
@@ -41,7 +42,13 @@ RankExecutor::RankExecutor(const core::Scenario& scenario, Device& device, const
       persistent_(core::persistent_params(scenario.model, scenario.zero.param_persistence_threshold_numel,
                                           scenario.zero.model_persistence_threshold_numel)),
       staged_shards_(std::move(shards)),
-      bucket_(scenario.zero.reduce_bucket_numel) {
+      bucket_(scenario.zero.reduce_bucket_numel),
+      checkpoint_(core::checkpoint_units(scenario.model, scenario.training.activation_checkpointing)),
+      checkpoint_input_bytes_(core::checkpoint_input_bytes(scenario.model, scenario.training.micro_batch,
+                                                           scenario.training.seq_len, scenario.training.dtype)),
+      skipped_modules_(core::skipped_modules(scenario.divergence, device.world_size(), scenario.model.modules.size())) {
+  offload_param_ = scenario.zero.offload_param.device == core::OffloadDevice::kCpu;
+  offload_optimizer_ = scenario.zero.offload_optimizer.device == core::OffloadDevice::kCpu;
   core::ControllerContext context;
   context.rank = rank_;
   context.world_size = world_size_;
@@ -84,6 +91,23 @@ std::string RankExecutor::current_operation() const {
   if (doing_module_ >= 0) out << " of module " << module_name(model_, doing_module_);
   if (current_) out << " in iteration " << current_->iteration;
   return out.str();
+}
+
+RankExecutor::~RankExecutor() {
+  // Nothing reads the host states any more: every stream finished (or the run failed).
+  for (void* host : pinned_) {
+    try {
+      device_.unpin_host_memory(host);
+    } catch (const std::exception&) {
+      // A failed device: the memory goes with the process's context anyway.
+    }
+  }
+}
+
+void RankExecutor::pin(std::vector<std::byte>& host) {
+  if (host.empty()) return;
+  device_.pin_host_memory(host.data(), host.size());
+  pinned_.push_back(host.data());
 }
 
 std::int64_t RankExecutor::host_now_ns() const {
@@ -158,6 +182,10 @@ DeviceSpan RankExecutor::shard_span(int param) const {
                            static_cast<std::uint64_t>(partition_numel_[p] * element_bytes_));
 }
 
+const std::byte* RankExecutor::host_shard(int param) const {
+  return host_shards_.data() + shard_offset_numel_[static_cast<std::size_t>(param)] * element_bytes_;
+}
+
 DeviceSpan RankExecutor::param_data(int param) const {
   const auto& span = param_span_[static_cast<std::size_t>(param)];
   if (!span) {
@@ -174,12 +202,15 @@ DeviceSpan RankExecutor::ws(const DeviceBuffer& buffer, std::int64_t numel) cons
 // --- setup ---
 
 // ZeRO-3's resident model states, in the order and sizes sim/rank_process.cpp allocates them
-// (research hardware-and-allocator.md §5.4), then the workspace the real kernels read and write.
+// (research hardware-and-allocator.md §5.4; offloaded states live in host memory instead), then
+// the workspace the real kernels read and write.
 void RankExecutor::allocate_model_states() {
-  shards_ = allocate(shard_numel_ * element_bytes_, compute_, "parameter shards");
-  master_ = allocate(shard_numel_ * 4, compute_, "fp32 master weights");
-  exp_avg_ = allocate(shard_numel_ * 4, compute_, "Adam exp_avg");
-  exp_avg_sq_ = allocate(shard_numel_ * 4, compute_, "Adam exp_avg_sq");
+  if (!offload_param_) shards_ = allocate(shard_numel_ * element_bytes_, compute_, "parameter shards");
+  if (!offload_optimizer_) {
+    master_ = allocate(shard_numel_ * 4, compute_, "fp32 master weights");
+    exp_avg_ = allocate(shard_numel_ * 4, compute_, "Adam exp_avg");
+    exp_avg_sq_ = allocate(shard_numel_ * 4, compute_, "Adam exp_avg_sq");
+  }
   grad_partition_ = allocate(shard_numel_ * element_bytes_, compute_, "gradient partition");
   if (scenario_.zero.contiguous_gradients) {
     ipg_ = allocate(scenario_.zero.reduce_bucket_numel * element_bytes_, compute_, "IPG reduce bucket");
@@ -192,12 +223,28 @@ void RankExecutor::allocate_model_states() {
 }
 
 void RankExecutor::upload_initial_state() {
-  device_.copy_host_to_device(compute_, shards_->span, staged_shards_.data());
   const std::vector<double> master = decode(type_, staged_shards_);
   host_master_.assign(master.begin(), master.end());
-  device_.copy_host_to_device(compute_, master_->span, host_master_.data());
-  device_.zero(compute_, exp_avg_->span);
-  device_.zero(compute_, exp_avg_sq_->span);
+  if (offload_param_) {
+    host_shards_ = std::move(staged_shards_);
+    if (scenario_.zero.offload_param.pin_memory) pin(host_shards_);
+  } else {
+    device_.copy_host_to_device(compute_, shards_->span, staged_shards_.data());
+  }
+  if (offload_optimizer_) {
+    host_exp_avg_.assign(static_cast<std::size_t>(shard_numel_), 0.0f);
+    host_exp_avg_sq_.assign(static_cast<std::size_t>(shard_numel_), 0.0f);
+    host_grad_partition_.assign(static_cast<std::size_t>(shard_numel_ * element_bytes_), std::byte{0});
+    if (!offload_param_) host_updated_params_.assign(static_cast<std::size_t>(shard_numel_ * element_bytes_), std::byte{0});
+    if (scenario_.zero.offload_optimizer.pin_memory) {
+      pin(host_grad_partition_);
+      pin(host_updated_params_);
+    }
+  } else {
+    device_.copy_host_to_device(compute_, master_->span, host_master_.data());
+    device_.zero(compute_, exp_avg_->span);
+    device_.zero(compute_, exp_avg_sq_->span);
+  }
   device_.zero(compute_, grad_partition_->span);
   const auto input = encode(type_, rank_input_values(options_.data_seed, rank_, geometry_.workspace_numel));
   const auto upstream = encode(type_, rank_upstream_gradient_values(options_.data_seed, rank_, geometry_.workspace_numel));
@@ -208,7 +255,7 @@ void RankExecutor::upload_initial_state() {
   for (const StreamId s : {all_gather_stream_, reduce_stream_, comm_}) device_.wait(s, ready);
   host_sync(ready, SyncTag::kSetup);
   std::vector<std::byte>().swap(staged_shards_);
-  std::vector<float>().swap(host_master_);
+  if (!offload_optimizer_) std::vector<float>().swap(host_master_);  // CPU Adam's master otherwise
 }
 
 void RankExecutor::run() {
@@ -258,6 +305,13 @@ void RankExecutor::run_iteration(int iteration) {
   doing_ = "end of backward";
   doing_module_ = -1;
   if (!bucket_.empty()) flush_reduce_bucket();
+  // A tied parameter whose other use was skipped (divergence) never completed its gradient:
+  // it goes with the iteration, as autograd drops it.
+  for (auto& grad : grad_block_) {
+    if (!grad) continue;
+    free(*grad);
+    grad.reset();
+  }
   host_sync(device_.record(reduce_), SyncTag::kEndOfBackward);
   current_->backward_end_event = device_.record(compute_);
   if (options_.on_backward_done) options_.on_backward_done(*this, iteration);
@@ -371,24 +425,47 @@ void RankExecutor::after_fetch(const core::FetchInfo& info) {
   }
 }
 
+// Data-dependent control flow (the scenario's divergence): a skipped module and its subtree
+// do not run on this rank in this iteration, so none of their hooks fire.
+bool RankExecutor::skipped(int module) const {
+  const auto it = skipped_modules_.find({current_->iteration, rank_});
+  return it != skipped_modules_.end() && it->second[static_cast<std::size_t>(module)];
+}
+
 void RankExecutor::forward(int module) {
+  if (skipped(module)) return;
   fetch_hook(module, core::Phase::kForward);  // forward pre-hook
   const auto& spec = model_.modules[static_cast<std::size_t>(module)];
   for (const int child : spec.children) forward(child);
-  doing_ = "forward compute";
+  doing_ = recomputing_ ? "recompute forward" : "forward compute";
   doing_module_ = module;
   module_forward_work(module);
-  // What the module saves for backward stays allocated until its backward ran.
-  const std::int64_t saved = spec.activation_bytes.at(scenario_.training.micro_batch, scenario_.training.seq_len);
-  if (saved > 0 && !activation_block_[static_cast<std::size_t>(module)]) {
-    activation_block_[static_cast<std::size_t>(module)] = allocate(saved, compute_, "activations");
-  }
+  // What the module saves for backward stays allocated until its backward ran. Under
+  // checkpointing a unit keeps only its input in the first forward; its modules save their
+  // activations when backward re-runs the unit.
+  const auto m = static_cast<std::size_t>(module);
+  std::int64_t saved = spec.activation_bytes.at(scenario_.training.micro_batch, scenario_.training.seq_len);
+  if (checkpoint_.inside[m] && !recomputing_) saved = checkpoint_.unit[m] ? checkpoint_input_bytes_ : 0;
+  if (saved > 0 && !activation_block_[m]) activation_block_[m] = allocate(saved, compute_, "activations");
   doing_ = "forward release";
   Context release_context{core::Phase::kForward, module, std::nullopt};
   execute(coordinator_.release_sub_module(module, core::Phase::kForward), release_context);
 }
 
 void RankExecutor::backward(int module) {
+  if (skipped(module)) return;
+  if (checkpoint_.unit[static_cast<std::size_t>(module)]) {
+    // torch.utils.checkpoint: the unit's forward runs again, its hooks fire (DeepSpeed fetches
+    // its parameters through the same coordinator calls), before its backward; the kept input
+    // goes, the full activations come back.
+    if (auto& input = activation_block_[static_cast<std::size_t>(module)]) {
+      free(*input);
+      input.reset();
+    }
+    recomputing_ = true;
+    forward(module);
+    recomputing_ = false;
+  }
   fetch_hook(module, core::Phase::kBackward);  // pre-backward hook: the output's gradient arrived
   doing_ = "backward compute";
   doing_module_ = module;
@@ -650,6 +727,12 @@ void RankExecutor::flush_reduce_bucket() {
     add.a = mine.sub(static_cast<std::uint64_t>(slot_offset[i] * element_bytes_), static_cast<std::uint64_t>(partition_numel_[pi] * element_bytes_));
     add.type = type_;
     device_.elementwise(reduce_, add);
+    // zero.offload_optimizer: the partition goes down to host memory for CPU Adam (the
+    // accumulated value, so the last micro-batch's copy is the step's gradient). The end-of-
+    // backward synchronisation of the reduce stream completes it before the step reads it.
+    if (offload_optimizer_) {
+      device_.copy_device_to_host(reduce_, host_grad_partition_.data() + shard_offset_numel_[pi] * element_bytes_, add.dst);
+    }
   }
   reduce_events_.push_back(device_.record(reduce_));
   free_after(flat, comm_);
@@ -713,8 +796,24 @@ void RankExecutor::execute_gather(const core::Gather& gather, Context& context) 
   }
   plan_note(std::move(note));
   if (!gather.collective) {
-    // World size 1: the shard is the parameter.
-    for (const int p : gather.param_ids) param_span_[static_cast<std::size_t>(p)] = shard_span(p);
+    for (const int p : gather.param_ids) {
+      const auto pi = static_cast<std::size_t>(p);
+      if (!offload_param_) {
+        param_span_[pi] = shard_span(p);  // world size 1: the shard is the parameter
+        continue;
+      }
+      // World size 1 with the shard in host memory: NoGatherCoalescedHandle's
+      // ds_tensor.to(device, non_blocking=True), issued under the all-gather stream.
+      const std::int64_t bytes = model_.params[pi].numel * element_bytes_;
+      if (!param_block_[pi]) {
+        param_block_[pi] = allocate(bytes, all_gather_, "a parameter copied from host memory");
+        param_resident_bytes_[pi] = bytes;
+        gathered_bytes_ += bytes;
+        current_->peak_gathered_bytes = std::max(current_->peak_gathered_bytes, gathered_bytes_);
+      }
+      param_span_[pi] = param_block_[pi]->span.sub(0, static_cast<std::uint64_t>(bytes));
+      device_.copy_host_to_device(all_gather_, *param_span_[pi], host_shard(p));
+    }
     return;
   }
   handle.collective = true;
@@ -732,11 +831,20 @@ void RankExecutor::execute_gather(const core::Gather& gather, Context& context) 
   current_->peak_gathered_bytes = std::max(current_->peak_gathered_bytes, gathered_bytes_);
   memory.flat = allocate(flat_bytes, all_gather_, "a gathered parameter buffer");
   // Copy-in: this rank's shards into its slot of the flat buffer, on the all-gather stream.
+  // With zero.offload_param the shards are in pinned host memory and cross the host link here,
+  // before the all-gather (sim/rank_process.cpp; DeepSpeed's ds_tensor.to(device) per shard,
+  // then the cat into the slot: the copy lands in the slot directly, no temporary).
   const std::uint64_t slot_bytes = static_cast<std::uint64_t>(memory.slot_numel * element_bytes_);
   const DeviceSpan my_slot = memory.flat->span.sub(static_cast<std::uint64_t>(rank_) * slot_bytes, slot_bytes);
   for (std::size_t i = 0; i < memory.params.size(); ++i) {
-    const DeviceSpan shard = shard_span(memory.params[i]);
-    device_.copy_device_to_device(all_gather_, my_slot.sub(static_cast<std::uint64_t>(memory.slot_offset_numel[i] * element_bytes_), shard.bytes), shard);
+    const int p = memory.params[i];
+    const auto shard_bytes = static_cast<std::uint64_t>(partition_numel_[static_cast<std::size_t>(p)] * element_bytes_);
+    const DeviceSpan slot = my_slot.sub(static_cast<std::uint64_t>(memory.slot_offset_numel[i] * element_bytes_), shard_bytes);
+    if (offload_param_) {
+      device_.copy_host_to_device(all_gather_, slot, host_shard(p));
+    } else {
+      device_.copy_device_to_device(all_gather_, slot, shard_span(p));
+    }
   }
   (void)context;
   memory.done = issue_collective(all_gather_, [&] { device_.all_gather(comm_, my_slot, memory.flat->span, type_); }, true);
@@ -854,18 +962,29 @@ void RankExecutor::execute_trace_check(const core::RankTraceCheck& check) {
 // partition starts over.
 void RankExecutor::optimizer_update() {
   ++optimizer_steps_;
-  // The reduced gradients were produced on the reduce stream (synchronised at the end of
-  // backward, so already complete); the update runs on the compute stream.
-  AdamArgs adam;
-  adam.params = shards_->span;
-  adam.grads = grad_partition_->span;
-  adam.master = master_->span;
-  adam.exp_avg = exp_avg_->span;
-  adam.exp_avg_sq = exp_avg_sq_->span;
-  adam.numel = shard_numel_;
-  adam.param_type = type_;
-  adam.step = optimizer_steps_;
-  device_.adam(compute_, adam);
+  if (offload_optimizer_) {
+    cpu_adam();
+  } else {
+    // The reduced gradients were produced on the reduce stream (synchronised at the end of
+    // backward, so already complete); the update runs on the compute stream.
+    std::optional<DeviceBuffer> updated_params;  // offloaded shards: Adam's 16-bit output, copied down
+    if (offload_param_) updated_params = allocate(shard_numel_ * element_bytes_, compute_, "updated parameter shards");
+    AdamArgs adam;
+    adam.params = offload_param_ ? updated_params->span : shards_->span;
+    adam.grads = grad_partition_->span;
+    adam.master = master_->span;
+    adam.exp_avg = exp_avg_->span;
+    adam.exp_avg_sq = exp_avg_sq_->span;
+    adam.numel = shard_numel_;
+    adam.param_type = type_;
+    adam.step = optimizer_steps_;
+    device_.adam(compute_, adam);
+    if (updated_params) {
+      // Later H2D copies of the shards run after this on the all-gather stream (it waits below).
+      device_.copy_device_to_host(compute_, host_shards_.data(), updated_params->span);
+      free(*updated_params);
+    }
+  }
   device_.zero(compute_, grad_partition_->span);
   // The updated shards are what the next all-gathers copy in, and the reduce stream adds into
   // the cleared partition: neither may run ahead of the update.
@@ -873,6 +992,32 @@ void RankExecutor::optimizer_update() {
   device_.wait(all_gather_, updated);
   device_.wait(reduce_, updated);
   plan_note("optimizer_update");
+}
+
+// zero.offload_optimizer: DeepSpeedCPUAdam over the host partition on this rank's thread (the
+// host is busy meanwhile, as in the simulator), then the updated 16-bit parameters go up to the
+// device shards on the compute stream — or, with the shards offloaded too, are written in place.
+// The gradients came down before the end-of-backward synchronisation, so no other wait is needed
+// (DeepSpeed's host waits there too, research deepspeed-zero3.md §2). Every earlier fetch copy out
+// of the host shards was awaited by compute work that the reduce stream, and so that
+// synchronisation, came after: rewriting them in place is safe.
+void RankExecutor::cpu_adam() {
+  auto host_span = [](void* host, std::int64_t bytes) {
+    return DeviceSpan{reinterpret_cast<core::DeviceAddress>(host), static_cast<std::uint64_t>(bytes)};
+  };
+  std::vector<std::byte>& out = offload_param_ ? host_shards_ : host_updated_params_;
+  AdamArgs adam;
+  adam.params = host_span(out.data(), shard_numel_ * element_bytes_);
+  adam.grads = host_span(host_grad_partition_.data(), shard_numel_ * element_bytes_);
+  adam.master = host_span(host_master_.data(), shard_numel_ * 4);
+  adam.exp_avg = host_span(host_exp_avg_.data(), shard_numel_ * 4);
+  adam.exp_avg_sq = host_span(host_exp_avg_sq_.data(), shard_numel_ * 4);
+  adam.numel = shard_numel_;
+  adam.param_type = type_;
+  adam.step = optimizer_steps_;
+  doing_ = "CPU Adam";
+  host::run_adam(adam);
+  if (!offload_param_) device_.copy_host_to_device(compute_, shards_->span, host_updated_params_.data());
 }
 
 // --- inspection ---
@@ -888,6 +1033,11 @@ std::vector<std::byte> RankExecutor::gathered_parameter(int param) {
 
 std::vector<std::byte> RankExecutor::gradient_partition(int param) {
   const auto pi = static_cast<std::size_t>(param);
+  if (offload_optimizer_) {
+    // What CPU Adam reads: the host copy, complete after the end-of-backward synchronisation.
+    const auto* begin = host_grad_partition_.data() + shard_offset_numel_[pi] * element_bytes_;
+    return {begin, begin + partition_numel_[pi] * element_bytes_};
+  }
   const DeviceSpan span = grad_partition_->span.sub(static_cast<std::uint64_t>(shard_offset_numel_[pi] * element_bytes_),
                                                     static_cast<std::uint64_t>(partition_numel_[pi] * element_bytes_));
   std::vector<std::byte> out(span.bytes);

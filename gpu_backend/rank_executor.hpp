@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "core/checkpoint_units.hpp"
 #include "core/coordinator.hpp"
 #include "core/fetch_samples.hpp"
 #include "core/prefetch_controller.hpp"
 #include "core/reduce_bucket.hpp"
 #include "core/scenario.hpp"
+#include "core/skipped_modules.hpp"
 #include "gpu_backend/executor.hpp"
 
 namespace prefetchlab::gpu {
@@ -58,6 +60,7 @@ class RankExecutor final : public RankInspector {
  public:
   RankExecutor(const core::Scenario& scenario, Device& device, const ExecutorOptions& options,
                const ExecutorGeometry& geometry, std::int64_t iterations, std::vector<std::byte> shards);
+  ~RankExecutor() override;
   RankExecutor(const RankExecutor&) = delete;
   RankExecutor& operator=(const RankExecutor&) = delete;
 
@@ -108,11 +111,13 @@ class RankExecutor final : public RankInspector {
   void fetch_hook(int module, core::Phase phase);
   void forward(int module);
   void backward(int module);
+  bool skipped(int module) const;
   void execute(const core::Plan& plan, Context& context);
   void execute_gather(const core::Gather& gather, Context& context);
   void execute_wait(const core::Wait& wait, Context& context);
   void execute_trace_check(const core::RankTraceCheck& check);
   void optimizer_update();
+  void cpu_adam();
   void gradients_ready(int module);
   void flush_reduce_bucket();
   void take_fetch_end_sample(Context& context);
@@ -125,6 +130,8 @@ class RankExecutor final : public RankInspector {
   void memory_pass(std::int64_t numel, int passes);
   DeviceSpan param_data(int param) const;
   DeviceSpan shard_span(int param) const;
+  const std::byte* host_shard(int param) const;
+  void pin(std::vector<std::byte>& host);
   DeviceSpan ws(const DeviceBuffer& buffer, std::int64_t numel) const;
 
   // Device helpers.
@@ -166,6 +173,15 @@ class RankExecutor final : public RankInspector {
   std::optional<DeviceBuffer> shards_, master_, exp_avg_, exp_avg_sq_, grad_partition_, ipg_;
   std::optional<DeviceBuffer> input_, upstream_, scratch_a_, scratch_b_;
   std::vector<float> host_master_;  // source of the master upload (kept until setup sync)
+  // Offloaded model states (zero.offload_param / offload_optimizer, device cpu), pinned when the
+  // section's pin_memory says so (pageable copies are synchronous on CUDA): the
+  // 16-bit shards the fetches copy up; the reduced gradient partition copied down after each
+  // flush; CPU Adam's fp32 master (host_master_) and moments, and its 16-bit output copied up
+  // to the device shards when those stay on the device.
+  bool offload_param_ = false, offload_optimizer_ = false;
+  std::vector<std::byte> host_shards_, host_grad_partition_, host_updated_params_;
+  std::vector<float> host_exp_avg_, host_exp_avg_sq_;
+  std::vector<void*> pinned_;
   std::int64_t optimizer_steps_ = 0;
 
   // Gathered parameters.
@@ -186,6 +202,11 @@ class RankExecutor final : public RankInspector {
   std::vector<bool> in_ipg_;                       // per bucketed param: copied into the IPG buffer
   std::vector<DeviceBuffer> grads_in_bucket_;      // non-contiguous gradients, freed after the flush
   std::vector<std::optional<DeviceBuffer>> activation_block_;
+  // training.activation_checkpointing and divergence, as the simulator reads them.
+  core::CheckpointUnits checkpoint_;
+  std::int64_t checkpoint_input_bytes_ = 0;
+  bool recomputing_ = false;
+  core::SkippedModules skipped_modules_;
 
   // Measurements.
   std::vector<RankIteration> iterations_;

@@ -14,6 +14,7 @@
 #include "core/random_stream.hpp"
 #include "core/reduce_bucket.hpp"
 #include "core/scenario.hpp"
+#include "core/skipped_modules.hpp"
 #include "sim/communicator.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/device_stream.hpp"
@@ -101,7 +102,7 @@ struct SharedRankContext {
   std::vector<int> grad_uses;       // per param: modules using it (a tied weight: 2)
   // Modules skipped on an iteration (data-dependent control flow): per (iteration, rank), a flag
   // per module; absent = nothing skipped.
-  std::map<std::pair<std::int32_t, int>, std::vector<bool>> skipped;
+  core::SkippedModules skipped;
   std::int32_t label_copy_in = -1, label_copy_out = -1, label_bucket_copy = -1,
                label_partition_copy = -1, label_optimizer = -1, label_stall = -1,
                label_hook_fetch = -1, label_hook_release = -1, label_iteration = -1,

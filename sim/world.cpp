@@ -4,9 +4,11 @@
 #include <iterator>
 #include <sstream>
 
+#include "core/checkpoint_units.hpp"
 #include "core/hardware_derived.hpp"
 #include "core/persistence.hpp"
 #include "core/reduce_bucket.hpp"
+#include "core/skipped_modules.hpp"
 
 namespace prefetchlab::sim {
 
@@ -92,19 +94,10 @@ void World::build_shared_context() {
     shared_.backward_label.push_back(labels_.intern("bwd " + name));
   }
   // Checkpoint units: the layers HF's gradient_checkpointing wraps.
-  shared_.checkpoint_unit.assign(model.modules.size(), false);
-  shared_.inside_checkpoint_unit.assign(model.modules.size(), false);
-  if (scenario_.training.activation_checkpointing) {
-    for (std::size_t m = 0; m < model.modules.size(); ++m) {
-      const std::string& cls = model.modules[m].class_name;
-      shared_.checkpoint_unit[m] = cls == "GPT2Block" || cls == "BertLayer" || cls == "LlamaDecoderLayer";
-      const int parent = model.modules[m].parent;
-      shared_.inside_checkpoint_unit[m] =
-          shared_.checkpoint_unit[m] ||
-          (parent >= 0 && shared_.inside_checkpoint_unit[static_cast<std::size_t>(parent)]);
-    }
-  }
-  shared_.checkpoint_input_bytes = b * s * model.hidden_size * core::dtype_bytes(scenario_.training.dtype);
+  core::CheckpointUnits units = core::checkpoint_units(model, scenario_.training.activation_checkpointing);
+  shared_.checkpoint_unit = std::move(units.unit);
+  shared_.inside_checkpoint_unit = std::move(units.inside);
+  shared_.checkpoint_input_bytes = core::checkpoint_input_bytes(model, b, s, scenario_.training.dtype);
   shared_.host_to_device_bytes_per_s = core::host_to_device_bytes_per_s(scenario_.cluster.hardware);
   shared_.device_to_host_bytes_per_s = core::device_to_host_bytes_per_s(scenario_.cluster.hardware);
   shared_.label_copy_in = labels_.intern("all-gather copy-in");
@@ -121,16 +114,8 @@ void World::build_shared_context() {
   const char* kinds[] = {"on_demand", "prefetch", "persistent_regather", "grad_bucket", "trace_check", "agreement"};
   for (int k = 0; k < 6; ++k) shared_.kind_label[k] = labels_.intern(kinds[k]);
 
-  const int world_size = static_cast<int>(scenario_.cluster.world_size());
-  for (const auto& divergence : scenario_.divergence) {
-    for (int rank = 0; rank < world_size; ++rank) {
-      const auto& only = divergence.ranks;
-      if (!only.empty() && std::find(only.begin(), only.end(), rank) == only.end()) continue;
-      auto& skipped = shared_.skipped[{static_cast<std::int32_t>(divergence.iteration), rank}];
-      if (skipped.empty()) skipped.assign(model.modules.size(), false);
-      for (const int module : divergence.skipped_modules) skipped[static_cast<std::size_t>(module)] = true;
-    }
-  }
+  shared_.skipped = core::skipped_modules(scenario_.divergence, static_cast<int>(scenario_.cluster.world_size()),
+                                         model.modules.size());
 }
 
 void World::on_event(std::int64_t tag) {

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
 
+#include "core/checkpoint_units.hpp"
 #include "core/scenario.hpp"
 #include "forwarding_device.hpp"
 #include "gpu_backend/executor.hpp"
@@ -86,8 +88,31 @@ std::vector<double> reference_gradient(const pc::ModelSpec& model, int param, co
   return total;
 }
 
-void check_correctness(int world, const std::string& dtype) {
-  const pc::Scenario s = host_scenario(world, {"training.iterations=2", "training.grad_accum=2", "training.dtype=" + dtype});
+// The module index of `name` (the test's own look-up: a wrong name fails the test).
+int module_index(const pc::ModelSpec& model, const std::string& name) {
+  for (std::size_t m = 0; m < model.modules.size(); ++m) {
+    if (model.modules[m].name == name) return static_cast<int>(m);
+  }
+  ADD_FAILURE() << "no module " << name;
+  return 0;
+}
+
+// Parameter uses of `module` and its subtree.
+int subtree_param_uses(const pc::ModelSpec& model, int module) {
+  const auto& spec = model.modules[static_cast<std::size_t>(module)];
+  int uses = static_cast<int>(spec.param_ids.size());
+  for (const int child : spec.children) uses += subtree_param_uses(model, child);
+  return uses;
+}
+
+// Two iterations, no optimizer step in between (grad_accum 2): every gathered parameter equals
+// its original and iteration 1's reduced gradient partitions equal the reference. `overrides`
+// add features; `edit` changes the loaded scenario (divergence has no --set form).
+void check_correctness(int world, const std::string& dtype, std::vector<std::string> overrides = {},
+                       const std::function<void(pc::Scenario&)>& edit = {}) {
+  overrides.insert(overrides.end(), {"training.iterations=2", "training.grad_accum=2", "training.dtype=" + dtype});
+  pc::Scenario s = host_scenario(world, overrides);
+  if (edit) edit(s);
   const pg::ElementType type = pg::element_type_of(s.training.dtype);
   const std::uint64_t seed = 7;
   pg::HostDeviceGroup group(device_options(s));
@@ -158,10 +183,23 @@ void check_correctness(int world, const std::string& dtype) {
   ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
   EXPECT_TRUE(gathered.lines.empty()) << gathered.lines.front();
   EXPECT_TRUE(gradients.lines.empty()) << gradients.lines.front();
-  // Every module's parameters on every rank in both passes of both iterations were checked.
+  // Every module's parameters on every rank in both passes of both iterations were checked,
+  // the re-run forward of each checkpoint unit too, skipped modules not.
   int param_uses = 0;
-  for (const auto& m : s.model.modules) param_uses += static_cast<int>(m.param_ids.size());
-  EXPECT_EQ(gathered.checks, 2 * 2 * world * param_uses);
+  const pc::CheckpointUnits units = pc::checkpoint_units(s.model, s.training.activation_checkpointing);
+  for (std::size_t m = 0; m < s.model.modules.size(); ++m) {
+    const int module_uses = static_cast<int>(s.model.modules[m].param_ids.size());
+    param_uses += (units.inside[m] ? 3 : 2) * module_uses;
+  }
+  int skipped_uses = 0;
+  for (const auto& d : s.divergence) {
+    for (const int m : d.skipped_modules) {
+      const int subtree_uses = subtree_param_uses(s.model, m);
+      skipped_uses += (units.inside[static_cast<std::size_t>(m)] ? 3 : 2) * subtree_uses *
+                      (d.ranks.empty() ? world : static_cast<int>(d.ranks.size()));
+    }
+  }
+  EXPECT_EQ(gathered.checks, 2 * world * param_uses - skipped_uses);
   EXPECT_EQ(gradients.checks, world * static_cast<int>(s.model.params.size()));
   ASSERT_EQ(result.metrics.iterations.size(), 2u);
   EXPECT_EQ(result.metrics.iterations[1].trace_mode, pc::TraceMode::kComplete);
@@ -176,6 +214,36 @@ TEST(Executor, GatheredParametersAndReducedGradientsAreExactOnOneRank) { check_c
 TEST(Executor, GatheredParametersAndReducedGradientsAreExactOnTwoRanks) { check_correctness(2, "bf16"); }
 TEST(Executor, GatheredParametersAndReducedGradientsAreExactOnFourRanks) { check_correctness(4, "bf16"); }
 TEST(Executor, GatheredParametersAndReducedGradientsAreExactInFp32) { check_correctness(2, "fp32"); }
+
+// zero.offload_param: the shards live in host memory; each fetch copies them up first.
+TEST(Executor, GatheredParametersAndReducedGradientsAreExactWithParametersOffloadedOnOneRank) {
+  check_correctness(1, "bf16", {"zero.offload_param.device=cpu"});
+}
+TEST(Executor, GatheredParametersAndReducedGradientsAreExactWithParametersOffloadedOnTwoRanks) {
+  check_correctness(2, "bf16", {"zero.offload_param.device=cpu"});
+}
+// zero.offload_optimizer: the gradient partitions checked are the host copies CPU Adam reads.
+TEST(Executor, GatheredParametersAndReducedGradientsAreExactWithTheOptimizerOffloadedOnOneRank) {
+  check_correctness(1, "bf16", {"zero.offload_optimizer.device=cpu"});
+}
+TEST(Executor, GatheredParametersAndReducedGradientsAreExactWithTheOptimizerOffloadedOnTwoRanks) {
+  check_correctness(2, "fp32", {"zero.offload_optimizer.device=cpu", "zero.offload_param.device=cpu"});
+}
+TEST(Executor, GatheredParametersAndReducedGradientsAreExactWithActivationCheckpointingOnOneRank) {
+  check_correctness(1, "bf16", {"training.activation_checkpointing=true"});
+}
+TEST(Executor, GatheredParametersAndReducedGradientsAreExactWithActivationCheckpointingOnTwoRanks) {
+  check_correctness(2, "bf16", {"training.activation_checkpointing=true"});
+}
+// Iteration 2 skips the last layer: the trace is invalidated mid-iteration and drained.
+TEST(Executor, GatheredParametersAndReducedGradientsAreExactWhenTheModuleOrderDiverges) {
+  for (const int world : {1, 2}) {
+    SCOPED_TRACE(world);
+    check_correctness(world, "bf16", {}, [](pc::Scenario& s) {
+      s.divergence.push_back({2, {module_index(s.model, "model.layers.1")}, {}});
+    });
+  }
+}
 
 namespace {
 
@@ -196,11 +264,16 @@ class CountingDevice : public pt::ForwardingDevice {
 
 }  // namespace
 
-TEST(Executor, TheHostBlocksOnlyWhereDeepSpeedDoes) {
+namespace {
+
+// Every host synchronisation is logged with a DeepSpeed tag inside iterations (and only there),
+// one end-of-backward synchronisation per iteration, nothing unlogged.
+void check_host_blocks(const std::vector<std::string>& features) {
   for (const std::string policy : {"static", "ema_threshold"}) {
     SCOPED_TRACE(policy);
     std::vector<std::string> overrides{"controller.policy=" + policy, "training.iterations=4"};
     if (policy != "static") overrides.push_back("controller.update_interval=2");  // samples iteration 2
+    overrides.insert(overrides.end(), features.begin(), features.end());
     const pc::Scenario s = host_scenario(2, overrides);
     pg::HostDeviceGroup inner(device_options(s));
     pt::WrappingGroup<CountingDevice> group(inner, [](pg::Device& d) { return std::make_unique<CountingDevice>(d); });
@@ -236,6 +309,19 @@ TEST(Executor, TheHostBlocksOnlyWhereDeepSpeedDoes) {
   }
 }
 
+}  // namespace
+
+TEST(Executor, TheHostBlocksOnlyWhereDeepSpeedDoes) { check_host_blocks({}); }
+
+// Offload adds no host block: the parameter copies are stream-ordered before the all-gathers;
+// the gradient copies down run on the reduce stream, which the end-of-backward synchronisation
+// (research deepspeed-zero3.md §2) already waits for before CPU Adam reads them; the updated
+// parameters go up stream-ordered. Checkpointing's re-run forward fetches like any forward.
+TEST(Executor, TheHostBlocksOnlyWhereDeepSpeedDoesWithOffloadAndCheckpointing) {
+  check_host_blocks({"zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu",
+                     "training.activation_checkpointing=true"});
+}
+
 TEST(Executor, PlansAndBucketsAreDeterministicWithAStaticController) {
   const pc::Scenario s = host_scenario(2, {"training.iterations=3"});
   pg::ExecutorOptions options;
@@ -269,4 +355,273 @@ TEST(Executor, PlansAndBucketsAreDeterministicWithAStaticController) {
     EXPECT_GT(real.compute_ns, 0);
   }
   EXPECT_FALSE(runs[0].metrics.samples.empty());
+}
+
+namespace {
+
+// Logs, in issue order, what the offload tests look at: streams by name, events by stream,
+// stream waits, host-to-device copies and all-gathers.
+class RecordingDevice : public pt::ForwardingDevice {
+ public:
+  using ForwardingDevice::ForwardingDevice;
+  enum class Kind { kRecord, kWait, kHostToDevice, kAllGather };
+  struct Call {
+    Kind kind;
+    pg::StreamId stream;
+    pg::EventId event;
+    std::uint64_t bytes;
+  };
+  pg::StreamId create_stream(std::string_view name) override {
+    const pg::StreamId id = ForwardingDevice::create_stream(name);
+    stream_names[id] = std::string(name);
+    return id;
+  }
+  pg::EventId record(pg::StreamId s) override {
+    const pg::EventId e = ForwardingDevice::record(s);
+    calls.push_back({Kind::kRecord, s, e, 0});
+    return e;
+  }
+  void wait(pg::StreamId s, pg::EventId e) override {
+    calls.push_back({Kind::kWait, s, e, 0});
+    ForwardingDevice::wait(s, e);
+  }
+  void copy_host_to_device(pg::StreamId s, pg::DeviceSpan d, const void* h) override {
+    calls.push_back({Kind::kHostToDevice, s, -1, d.bytes});
+    ForwardingDevice::copy_host_to_device(s, d, h);
+  }
+  void all_gather(pg::StreamId s, pg::DeviceSpan send, pg::DeviceSpan recv, pg::ElementType t) override {
+    calls.push_back({Kind::kAllGather, s, -1, send.bytes});
+    ForwardingDevice::all_gather(s, send, recv, t);
+  }
+  pg::StreamId stream(const std::string& name) const {
+    for (const auto& [id, n] : stream_names) {
+      if (n == name) return id;
+    }
+    ADD_FAILURE() << "no stream " << name;
+    return -1;
+  }
+  std::map<pg::StreamId, std::string> stream_names;
+  std::vector<Call> calls;
+};
+
+struct RecordedRun {
+  pg::ExecutorResult result;
+  std::vector<std::vector<RecordingDevice::Call>> calls;  // per rank
+  std::vector<pg::StreamId> all_gather_stream, comm_stream;
+};
+
+RecordedRun recorded_run(const pc::Scenario& s) {
+  pg::HostDeviceGroup inner(device_options(s));
+  pt::WrappingGroup<RecordingDevice> group(inner, [](pg::Device& d) { return std::make_unique<RecordingDevice>(d); });
+  RecordedRun run;
+  run.result = pg::Executor(s, group).run();
+  for (int r = 0; r < inner.world_size(); ++r) {
+    run.calls.push_back(group.wrapped(r).calls);
+    run.all_gather_stream.push_back(group.wrapped(r).stream("all_gather"));
+    run.comm_stream.push_back(group.wrapped(r).stream("communicator"));
+  }
+  return run;
+}
+
+}  // namespace
+
+// zero.offload_param on two ranks: before every all-gather, this rank's shards of exactly the
+// gathered parameters cross host->device on the all-gather stream, and the communication
+// stream waits for an event recorded on the all-gather stream after the last of those copies.
+TEST(Executor, OffloadedParametersCrossTheHostLinkOnTheAllGatherStreamBeforeEachAllGather) {
+  for (const bool offload : {true, false}) {
+    SCOPED_TRACE(offload ? "offloaded" : "on the device");
+    std::vector<std::string> overrides{"training.iterations=3"};
+    if (offload) overrides.push_back("zero.offload_param.device=cpu");
+    const RecordedRun run = recorded_run(host_scenario(2, overrides));
+    ASSERT_EQ(run.result.status, pc::RunStatus::kOk) << run.result.message;
+    for (int r = 0; r < 2; ++r) {
+      const pg::StreamId ag = run.all_gather_stream[static_cast<std::size_t>(r)];
+      const pg::StreamId comm = run.comm_stream[static_cast<std::size_t>(r)];
+      std::map<pg::EventId, std::size_t> recorded_at;  // event -> index of its record call
+      std::uint64_t h2d_bytes = 0;
+      std::size_t last_h2d = 0, gathers = 0, host_copies = 0;
+      bool comm_waited_after_copies = false;
+      const auto& calls = run.calls[static_cast<std::size_t>(r)];
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        const auto& c = calls[i];
+        switch (c.kind) {
+          case RecordingDevice::Kind::kRecord: recorded_at[c.event] = i; break;
+          case RecordingDevice::Kind::kHostToDevice:
+            if (c.stream == ag) {
+              h2d_bytes += c.bytes;
+              last_h2d = i;
+              ++host_copies;
+            }
+            break;
+          case RecordingDevice::Kind::kWait:
+            if (c.stream == comm && h2d_bytes > 0 && recorded_at.count(c.event) &&
+                calls[recorded_at[c.event]].stream == ag && recorded_at[c.event] > last_h2d) {
+              comm_waited_after_copies = true;
+            }
+            break;
+          case RecordingDevice::Kind::kAllGather:
+            ++gathers;
+            if (offload) {
+              EXPECT_EQ(h2d_bytes, c.bytes) << "rank " << r << " all-gather " << gathers;
+              EXPECT_TRUE(comm_waited_after_copies) << "rank " << r << " all-gather " << gathers;
+            } else {
+              EXPECT_EQ(h2d_bytes, 0u) << "rank " << r << " all-gather " << gathers;
+            }
+            h2d_bytes = 0;
+            comm_waited_after_copies = false;
+            break;
+        }
+      }
+      EXPECT_GT(gathers, 0u);
+      if (offload) {
+        EXPECT_GE(host_copies, gathers);
+      } else {
+        EXPECT_EQ(host_copies, 0u);
+      }
+    }
+  }
+}
+
+// zero.offload_param on one rank (no all-gather): every fetched parameter crosses host->device
+// on the all-gather stream, and the compute stream waits for that stream before using it.
+TEST(Executor, OffloadedParametersCrossTheHostLinkOnOneRank) {
+  const pc::Scenario s = host_scenario(1, {"training.iterations=3", "zero.offload_param.device=cpu"});
+  const RecordedRun run = recorded_run(s);
+  ASSERT_EQ(run.result.status, pc::RunStatus::kOk) << run.result.message;
+  std::uint64_t h2d_bytes = 0;
+  for (const auto& c : run.calls[0]) {
+    EXPECT_NE(c.kind, RecordingDevice::Kind::kAllGather);
+    if (c.kind == RecordingDevice::Kind::kHostToDevice && c.stream == run.all_gather_stream[0]) h2d_bytes += c.bytes;
+  }
+  std::int64_t gathered_numel = 0;
+  for (const auto& it : run.result.metrics.iterations) gathered_numel += it.gathered_numel;
+  EXPECT_GT(gathered_numel, 0);
+  EXPECT_EQ(h2d_bytes, static_cast<std::uint64_t>(gathered_numel) * 2);  // bf16
+}
+
+// What offload takes off the device is what the simulator takes off: resident model states only
+// (the parameter shards; the fp32 master weights and both Adam moments), nothing kept twice.
+TEST(Executor, OffloadFreesTheSameDeviceMemoryAsInTheSimulator) {
+  const auto peak = [](const pc::Metrics& m) {
+    std::int64_t most = 0;
+    for (const auto& it : m.iterations) most = std::max(most, it.peak_allocated_bytes);
+    return most;
+  };
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> peaks;  // real, simulated
+  for (const std::string setting : {"", "zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu"}) {
+    std::vector<std::string> overrides{"training.iterations=2"};
+    if (!setting.empty()) overrides.push_back(setting);
+    const pc::Scenario s = host_scenario(2, overrides);
+    pg::HostDeviceGroup group(device_options(s));
+    const pg::ExecutorResult real = pg::Executor(s, group).run();
+    ASSERT_EQ(real.status, pc::RunStatus::kOk) << real.message;
+    const auto simulated = prefetchlab::sim::World(s, false).run();
+    ASSERT_EQ(simulated.status, pc::RunStatus::kOk);
+    peaks[setting] = {peak(real.metrics), peak(simulated.metrics)};
+  }
+  for (const std::string setting : {"zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu"}) {
+    const std::int64_t real_saved = peaks[""].first - peaks[setting].first;
+    const std::int64_t simulated_saved = peaks[""].second - peaks[setting].second;
+    EXPECT_GT(real_saved, 0) << setting;
+    EXPECT_EQ(real_saved, simulated_saved) << setting;
+  }
+}
+
+// CPU Adam (offload_optimizer) updates the parameters exactly as the device's Adam: after two
+// optimizer steps every gathered parameter is bit-identical between the two runs, and differs
+// from its original (the update reached the shards, on the device or in host memory).
+TEST(Executor, CpuAdamUpdatesTheParametersAsTheDeviceAdamDoes) {
+  std::map<std::string, std::map<int, std::vector<std::byte>>> seen;  // setting -> param -> bytes
+  const std::vector<std::string> settings{"", "zero.offload_optimizer.device=cpu",
+                                          "zero.offload_param.device=cpu",
+                                          "zero.offload_optimizer.device=cpu,zero.offload_param.device=cpu"};
+  for (const std::string& setting : settings) {
+    SCOPED_TRACE(setting);
+    std::vector<std::string> overrides{"training.iterations=3", "training.grad_accum=1", "training.dtype=fp32"};
+    for (std::size_t at = 0; at < setting.size();) {
+      const std::size_t comma = std::min(setting.find(',', at), setting.size());
+      overrides.push_back(setting.substr(at, comma - at));
+      at = comma + 1;
+    }
+    const pc::Scenario s = host_scenario(2, overrides);
+    pg::HostDeviceGroup group(device_options(s));
+    pg::ExecutorOptions options;
+    std::mutex mutex;
+    options.on_module_ready = [&](pg::RankInspector& rank, int iteration, int module, pc::Phase phase) {
+      if (iteration != 3 || phase != pc::Phase::kForward || rank.rank() != 0) return;
+      for (const int p : s.model.modules[static_cast<std::size_t>(module)].param_ids) {
+        auto bytes = rank.gathered_parameter(p);
+        std::lock_guard lock(mutex);
+        seen[setting][p] = std::move(bytes);
+      }
+    };
+    const pg::ExecutorResult result = pg::Executor(s, group, options).run();
+    ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
+    ASSERT_EQ(seen[setting].size(), s.model.params.size());
+  }
+  const pc::Scenario s = host_scenario(2, {"training.dtype=fp32"});
+  const auto originals = pg::seeded_parameters(s.model, pg::ElementType::kFP32, pg::ExecutorOptions{}.data_seed);
+  int changed = 0;
+  for (const auto& [p, bytes] : seen[""]) changed += bytes != originals[static_cast<std::size_t>(p)];
+  EXPECT_GT(changed, static_cast<int>(s.model.params.size()) / 2);
+  for (const std::string& setting : settings) {
+    for (const auto& [p, bytes] : seen[""]) {
+      EXPECT_TRUE(seen[setting][p] == bytes) << setting << ": " << s.model.params[static_cast<std::size_t>(p)].name;
+    }
+  }
+}
+
+// Checkpointing re-runs each layer's forward through the coordinator, and divergence skips
+// modules: the executor issues exactly the simulator's collectives for both.
+TEST(Executor, CollectivesMatchTheSimulatorWithCheckpointingOffloadAndDivergence) {
+  const std::vector<std::string> settings{"training.activation_checkpointing=true", "zero.offload_param.device=cpu",
+                                          "zero.offload_optimizer.device=cpu", "divergence"};
+  for (const std::string& setting : settings) {
+    SCOPED_TRACE(setting);
+    std::vector<std::string> overrides{"training.iterations=5"};
+    if (setting != "divergence") overrides.push_back(setting);
+    pc::Scenario s = host_scenario(2, overrides);
+    if (setting == "divergence") s.divergence.push_back({3, {module_index(s.model, "model.layers.1")}, {}});
+    pg::HostDeviceGroup group(device_options(s));
+    const pg::ExecutorResult real = pg::Executor(s, group).run();
+    ASSERT_EQ(real.status, pc::RunStatus::kOk) << real.message;
+    const auto simulated = prefetchlab::sim::World(s, false).run();
+    ASSERT_EQ(simulated.status, pc::RunStatus::kOk);
+    ASSERT_EQ(real.metrics.iterations.size(), simulated.metrics.iterations.size());
+    for (std::size_t i = 0; i < real.metrics.iterations.size(); ++i) {
+      const auto& r = real.metrics.iterations[i];
+      const auto& m = simulated.metrics.iterations[i];
+      EXPECT_EQ(r.trace_mode, m.trace_mode) << "iteration " << i + 1;
+      EXPECT_EQ(r.all_gather_count, m.all_gather_count) << "iteration " << i + 1;
+      EXPECT_EQ(r.gathered_numel, m.gathered_numel) << "iteration " << i + 1;
+      EXPECT_EQ(r.reduce_scatter_count, m.reduce_scatter_count) << "iteration " << i + 1;
+    }
+    if (setting == "divergence") {
+      EXPECT_EQ(real.metrics.iterations[3].trace_mode, pc::TraceMode::kRecord);  // re-recorded after the divergence
+    }
+  }
+  // While recording (iteration 1) checkpointing gathers each layer three times (forward, re-run
+  // forward, backward); from the complete trace the re-run's gathers are kept for backward.
+  pc::Scenario plain = host_scenario(2, {"training.iterations=3"});
+  pc::Scenario checkpointed = host_scenario(2, {"training.iterations=3", "training.activation_checkpointing=true"});
+  pg::HostDeviceGroup g1(device_options(plain)), g2(device_options(checkpointed));
+  const auto a = pg::Executor(plain, g1).run();
+  const auto b = pg::Executor(checkpointed, g2).run();
+  ASSERT_EQ(a.status, pc::RunStatus::kOk);
+  ASSERT_EQ(b.status, pc::RunStatus::kOk);
+  EXPECT_GT(b.metrics.iterations[0].gathered_numel, a.metrics.iterations[0].gathered_numel);
+}
+
+// Ranks that take different paths issue different collectives: the real run fails as a
+// collective mismatch, as the simulator reports it (and as NCCL hangs).
+TEST(Executor, RankDivergentControlFlowIsACollectiveMismatch) {
+  pc::Scenario s = host_scenario(2, {"training.iterations=3"});
+  s.divergence.push_back({3, {module_index(s.model, "model.layers.1")}, {1}});
+  auto options = device_options(s);
+  options.collective_timeout = std::chrono::milliseconds(2'000);
+  pg::HostDeviceGroup group(options);
+  const pg::ExecutorResult real = pg::Executor(s, group).run();
+  EXPECT_EQ(real.status, pc::RunStatus::kCollectiveMismatch) << real.message;
+  EXPECT_EQ(prefetchlab::sim::World(s, false).run().status, pc::RunStatus::kCollectiveMismatch);
 }

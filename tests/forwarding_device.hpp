@@ -32,6 +32,8 @@ class ForwardingDevice : public gpu::Device {
   void copy_device_to_device(gpu::StreamId s, gpu::DeviceSpan d, gpu::DeviceSpan src) override {
     inner_.copy_device_to_device(s, d, src);
   }
+  void pin_host_memory(void* h, std::uint64_t bytes) override { inner_.pin_host_memory(h, bytes); }
+  void unpin_host_memory(void* h) override { inner_.unpin_host_memory(h); }
   void all_gather(gpu::StreamId s, gpu::DeviceSpan send, gpu::DeviceSpan recv, gpu::ElementType t) override {
     inner_.all_gather(s, send, recv, t);
   }

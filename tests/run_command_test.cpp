@@ -26,20 +26,17 @@ std::string read_file(const fs::path& path) {
   return out.str();
 }
 
-std::vector<fs::path> bundled_scenarios() {
+std::vector<fs::path> bundled_scenarios(const fs::path& dir = kScenarios) {
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(kScenarios)) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".yaml") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   return files;
 }
 
-}  // namespace
-
-TEST(RunCommand, EveryBundledScenarioMeetsItsExpectations) {
-  const auto files = bundled_scenarios();
-  ASSERT_GE(files.size(), 6u);
+// Every file runs, with status ok and every check of its expect: section met.
+void check_expectations_met(const std::vector<fs::path>& files) {
   for (const auto& file : files) {
     TempDir out("run");
     const auto result = run_cli("run " + file.string() + " -o " + out.path().string() + " --set output.trace=false");
@@ -52,6 +49,22 @@ TEST(RunCommand, EveryBundledScenarioMeetsItsExpectations) {
       EXPECT_TRUE(check["met"].get<bool>()) << file << ": " << check.dump();
     }
   }
+}
+
+}  // namespace
+
+TEST(RunCommand, EveryBundledScenarioMeetsItsExpectations) {
+  const auto files = bundled_scenarios();
+  ASSERT_GE(files.size(), 6u);
+  check_expectations_met(files);
+}
+
+// The scenarios sized for the host-thread device (validate --backend host) are simulator
+// scenarios like the others.
+TEST(RunCommand, EveryHostScenarioMeetsItsExpectations) {
+  const auto files = bundled_scenarios(kScenarios / "host");
+  ASSERT_GE(files.size(), 2u);
+  check_expectations_met(files);
 }
 
 TEST(RunCommand, EveryDefectScenarioShowsItsDefect) {

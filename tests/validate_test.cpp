@@ -1,5 +1,6 @@
-// `calibrate --backend host` then `validate --backend host` at 1 and 2 ranks (finite error for
-// every metric, the files plots/validate.py reads), and `replay` of a real run's samples.csv
+// `calibrate --backend host` then `validate --backend host` at 1 and 2 ranks, and on the
+// parameter-offload scenario at 1 rank (finite error for every metric, the files
+// plots/validate.py reads), and `replay` of a real run's samples.csv
 // reproducing its buckets.csv for the adaptive policies.
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@ using prefetchlab::testing::TempDir;
 namespace {
 
 const std::string kScenario = std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/host/tiny-llama-host.yaml";
+const std::string kOffloadScenario = std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/host/tiny-llama-offload-1gpu.yaml";
 
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -40,7 +42,7 @@ std::vector<std::vector<std::string>> csv_rows(const std::filesystem::path& p) {
   return rows;
 }
 
-void calibrate_then_validate(int ranks) {
+void calibrate_then_validate(int ranks, const std::string& scenario = kScenario) {
   TempDir dir("validate-" + std::to_string(ranks));
   const auto profile = dir.path() / "host.yaml";
   const auto cal = run_cli("calibrate --backend host --ranks " + std::to_string(ranks) + " --iterations 1 -o " + profile.string());
@@ -58,7 +60,7 @@ void calibrate_then_validate(int ranks) {
   // (not relative to the scenario's folder, as a path inside the scenario would be).
   const std::string hardware = ranks == 1 ? std::string("host.yaml") : profile.string();
   const std::string in_dir = ranks == 1 ? "cd " + dir.path().string() + " && " : "";
-  const auto v = run_cli("validate " + kScenario + " --backend host --hardware " + hardware + " --repeats 2 -o " +
+  const auto v = run_cli("validate " + scenario + " --backend host --hardware " + hardware + " --repeats 2 -o " +
                              out.string() + " --set cluster.gpus_per_node=" + std::to_string(ranks),
                          in_dir);
   ASSERT_EQ(v.exit_code, 0) << v.output;
@@ -92,6 +94,10 @@ void calibrate_then_validate(int ranks) {
 
 TEST(ValidateCommand, CalibrateThenValidateGivesFiniteErrorsOnOneRank) { calibrate_then_validate(1); }
 TEST(ValidateCommand, CalibrateThenValidateGivesFiniteErrorsOnTwoRanks) { calibrate_then_validate(2); }
+// The bundled single-GPU scenario with parameters in host memory: every fetch copies up.
+TEST(ValidateCommand, CalibrateThenValidateTheOffloadScenarioGivesFiniteErrorsOnOneRank) {
+  calibrate_then_validate(1, kOffloadScenario);
+}
 
 TEST(ValidateCommand, ReplayOfARealRunsSamplesReproducesItsBuckets) {
   for (const std::string policy : {"ema_threshold", "pace_search"}) {
@@ -108,6 +114,15 @@ TEST(ValidateCommand, ReplayOfARealRunsSamplesReproducesItsBuckets) {
     EXPECT_EQ(slurp(replayed), slurp(dir.path() / "buckets.csv"));
     EXPECT_GT(csv_rows(replayed).size(), 8u);
   }
+}
+
+// The executor offloads to host memory only: an NVMe offload is refused up front, exit 2.
+TEST(ValidateCommand, NvmeOffloadIsAClearError) {
+  TempDir dir("validate-nvme");
+  const auto v = run_cli("validate " + kOffloadScenario + " --backend host --repeats 1 -o " + dir.path().string() +
+                         " --set zero.offload_param.device=nvme --set zero.offload_param.nvme_path=/tmp");
+  EXPECT_EQ(v.exit_code, 2) << v.output;
+  EXPECT_NE(v.output.find("does not support zero.offload_param.device: nvme"), std::string::npos) << v.output;
 }
 
 TEST(ValidateCommand, BadBackendAndUnbuiltCudaAreClearErrors) {
