@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/fifo_queue.hpp"
+
 namespace prefetchlab::sim {
 
 using TimeNs = std::int64_t;
@@ -26,7 +28,7 @@ class EventEngine {
   }
 
   TimeNs now_ns() const { return now_ns_; }
-  bool empty() const { return heap_.empty(); }
+  bool empty() const { return heap_.empty() && now_queue_.empty(); }
   std::uint64_t events_processed() const { return processed_; }
 
   // Runs the earliest event; false when none is left.
@@ -51,6 +53,10 @@ class EventEngine {
   };
 
   std::vector<Event> heap_;  // binary min-heap on (time, seq)
+  // Events scheduled for the current instant (a sixth of all: wake-ups, resumptions) skip the
+  // heap: they are already in (time, seq) order, being scheduled at now with rising seq. The
+  // earliest event is this queue's front or the heap's top, whichever is earlier.
+  FifoQueue<Event> now_queue_;
   TimeNs now_ns_ = 0;
   std::uint64_t next_seq_ = 0;
   std::uint64_t processed_ = 0;
