@@ -32,6 +32,16 @@ namespace {
 constexpr std::int64_t kTinyHidden = 256;
 constexpr std::int64_t kTokens = 32;  // micro_batch x seq_len of the bundled host scenario
 
+// The collective sweep's top size, whose range gives the fitted bus bandwidth. A GPU's is
+// nccl-tests' usual 16 MiB. The host device's stops at 4 MiB: host scenarios are sized for a
+// CPU (the tiny model is 7 MB in all, its buckets under 1 MiB), and at 16 MiB the reduction's
+// fp64 scratch (2 x 32 MB per rank) leaves the 32 MiB L3 of a CI machine: measured 5-8x the
+// per-byte cost of 1-4 MiB, a regime no host run reaches, which made the fitted reduce-scatter
+// busBW 0.057 GB/s where the 256 KiB-1 MiB points give 0.14.
+std::int64_t largest_collective_bytes(gpu::Backend backend) {
+  return backend == gpu::Backend::kHost ? std::int64_t{4} << 20 : std::int64_t{16} << 20;
+}
+
 std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -56,17 +66,36 @@ std::vector<gpu::GemmShape> bundled_gemm_shapes(const std::filesystem::path& mod
   return shapes;
 }
 
+// One observation for the fit: the simulator's GEMM model at `shape` against a measured time.
+struct GemmPoint {
+  gpu::GemmShape shape;
+  double time_ns = 0;
+};
+
+// Both kernels of a Linear, each at the forward's shape, because that is how the simulator
+// charges them (sim::ComputeModel: backward = 2 kernels of the forward's M*N*K): the forward
+// GEMM, and half the executor's dgrad + wgrad pair (their operands and transposes differ, so
+// on a CPU they do not cost what the forward does).
+std::vector<GemmPoint> gemm_points(const std::vector<gpu::GemmTiming>& timings) {
+  std::vector<GemmPoint> points;
+  for (const auto& t : timings) {
+    points.push_back({t.shape, t.time_ns});
+    points.push_back({t.shape, t.backward_time_ns / 2});
+  }
+  return points;
+}
+
 struct GemmFit {
   double flops_per_s = 0;
   double half_volume_mnk = 0;
-  std::vector<double> predicted_ns;
+  std::vector<double> predicted_ns;  // per point
   double rms_relative_error = 0;
 };
 
 // The simulator's own GEMM model (sim::ComputeModel::gemm_ns: peak x efficiency x shape
 // fraction 1 / (1 + (v0 / MNK)^p)) fitted to the measurements: v0 over a log grid, the rate in
 // closed form per v0 (least squares of relative errors), the best pair kept.
-GemmFit fit_gemms(const core::HardwareProfile& base, const std::vector<gpu::GemmTiming>& timings) {
+GemmFit fit_gemms(const core::HardwareProfile& base, const std::vector<GemmPoint>& points) {
   constexpr double kReferenceFlops = 1e9;
   core::HardwareProfile ref = base;
   ref.gpu.bf16_dense_flops_per_s = kReferenceFlops;
@@ -82,7 +111,7 @@ GemmFit fit_gemms(const core::HardwareProfile& base, const std::vector<gpu::Gemm
     const sim::ComputeModel model(ref, c, core::DType::kBF16);
     std::vector<double> p;
     double num = 0, den = 0;
-    for (const auto& t : timings) {
+    for (const auto& t : points) {
       p.push_back(static_cast<double>(model.gemm_ns(t.shape.m, t.shape.n, t.shape.k)));
       const double r = p.back() / t.time_ns;
       num += r, den += r * r;
@@ -90,8 +119,8 @@ GemmFit fit_gemms(const core::HardwareProfile& base, const std::vector<gpu::Gemm
     if (den <= 0) continue;
     const double s = num / den;  // measured ~ predicted x s
     double err = 0;
-    for (std::size_t i = 0; i < timings.size(); ++i) err += std::pow(p[i] * s / timings[i].time_ns - 1, 2);
-    err = std::sqrt(err / static_cast<double>(timings.size()));
+    for (std::size_t i = 0; i < points.size(); ++i) err += std::pow(p[i] * s / points[i].time_ns - 1, 2);
+    err = std::sqrt(err / static_cast<double>(points.size()));
     if (err < best.rms_relative_error) {
       best.rms_relative_error = err;
       best.half_volume_mnk = v0;
@@ -138,7 +167,9 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
 
   gpu::MicrobenchmarkOptions mb;
   mb.iterations = o.iterations;
-  for (std::int64_t size = 4 << 10; size <= (16 << 20); size *= 4) mb.collective_sizes_bytes.push_back(size);
+  for (std::int64_t size = 4 << 10; size <= largest_collective_bytes(*backend); size *= 4) {
+    mb.collective_sizes_bytes.push_back(size);
+  }
   mb.gemm_shapes = bundled_gemm_shapes(bundled_data().models_dir);
   const gpu::MicrobenchmarkResults r = gpu::run_microbenchmarks(*group, mb);
 
@@ -170,18 +201,21 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
     notes << "#   one rank: collective fits skipped, the base profile's collective figures stay\n";
   }
 
-  const GemmFit g = fit_gemms(base, r.gemms);
-  std::printf("#\n# GEMMs (bundled models' Linear shapes scaled to hidden %lld, %lld tokens)\n", static_cast<long long>(kTinyHidden),
-              static_cast<long long>(kTokens));
-  std::printf("# %6s %6s %6s %14s %14s %8s\n", "M", "N", "K", "measured (us)", "fitted (us)", "error");
-  for (std::size_t i = 0; i < r.gemms.size(); ++i) {
-    const auto& t = r.gemms[i];
-    std::printf("  %6lld %6lld %6lld %14.2f %14.2f %7.1f%%\n", static_cast<long long>(t.shape.m),
-                static_cast<long long>(t.shape.n), static_cast<long long>(t.shape.k), t.time_ns / 1e3,
-                g.predicted_ns[i] / 1e3, 100 * (g.predicted_ns[i] - t.time_ns) / t.time_ns);
+  const std::vector<GemmPoint> points = gemm_points(r.gemms);
+  const GemmFit g = fit_gemms(base, points);
+  std::printf("#\n# GEMMs (bundled models' Linear shapes scaled to hidden %lld, %lld tokens): forward, and\n"
+              "# backward (dgrad + wgrad) / 2, each fitted at the forward's M*N*K as the simulator charges it\n",
+              static_cast<long long>(kTinyHidden), static_cast<long long>(kTokens));
+  std::printf("# %6s %6s %6s %9s %14s %14s %8s\n", "M", "N", "K", "kernel", "measured (us)", "fitted (us)", "error");
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& t = points[i];
+    std::printf("  %6lld %6lld %6lld %9s %14.2f %14.2f %7.1f%%\n", static_cast<long long>(t.shape.m),
+                static_cast<long long>(t.shape.n), static_cast<long long>(t.shape.k), i % 2 ? "bwd / 2" : "forward",
+                t.time_ns / 1e3, g.predicted_ns[i] / 1e3, 100 * (g.predicted_ns[i] - t.time_ns) / t.time_ns);
   }
   std::printf("# fit: plateau %.4g TFLOPS, half-rate volume M*N*K %.3g, rms error %.1f%%\n", g.flops_per_s / 1e12,
               g.half_volume_mnk, 100 * g.rms_relative_error);
+  std::printf("# Adam step %.4g M parameters/s\n", r.adam_elements_per_s / 1e6);
   std::printf("# memory pass %.2f GB/s; host->device %.2f GB/s, device->host %.2f GB/s\n", r.memory_bytes_per_s / 1e9,
               r.host_to_device_bytes_per_s / 1e9, r.device_to_host_bytes_per_s / 1e9);
   std::printf("# launch: kernel %.2f us, collective %.2f us (host enqueue)\n", r.kernel_launch_ns / 1e3,
@@ -211,6 +245,7 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   values["gemm_efficiency"] = fmt("%.6g", gemm_efficiency);
   values["gemm_half_volume_mnk"] = fmt("%.6g", g.half_volume_mnk);
   values["memory_efficiency"] = fmt("%.6g", memory_efficiency);
+  values["device_adam_elements_per_s"] = fmt("%.6g", r.adam_elements_per_s);
   values["kernel_launch_us"] = fmt("%.6g", r.kernel_launch_ns / 1e3);
   // The executor's module hooks are C++ coordinator calls, about one enqueue's cost; no
   // microbenchmark isolates them (DeepSpeed's Python hooks cost far more).

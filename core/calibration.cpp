@@ -90,6 +90,7 @@ constexpr Range kBusBandwidth{
     0, true, 1e15, "a number in (0, 1e15] (GB/s, nccl-tests busbw, e.g. 360), or derived"};
 // A slowdown factor: 0 = no contention, 1 = twice as long; beyond 10 is a typo.
 constexpr Range kHalfVolume{0, true, 1e18, "a GEMM volume M*N*K in (0, 1e18], e.g. 2.54e9"};
+constexpr Range kElementRate{0, true, 1e15, "parameters per second in (0, 1e15], e.g. 2e8, or derived"};
 constexpr Range kContention{0, false, 10, "a slowdown fraction in [0, 10] (0 = off, e.g. 0.19)"};
 constexpr Range kLatency{0, false, kMaxMicroseconds,
                          "a number of microseconds in [0, 1000000], or derived"};
@@ -156,6 +157,8 @@ CalibrationConstants read_calibration(const YamlSection& section,
        {"ring", CalibrationConstants::CollectiveModel::kRing}});
   read_number(section, "host_overhead_scale", kScale, c.host_overhead_scale);
   c.cpu_adam_elements_per_s = section.get_double("cpu_adam_elements_per_s", c.cpu_adam_elements_per_s, 1, 1e15);
+  read_override(section, "device_adam_elements_per_s", kElementRate, c.device_adam_elements_per_s,
+                [](double v) { return v; });
   section.finish();
   return c;
 }

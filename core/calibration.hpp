@@ -14,7 +14,8 @@
 //   all_reduce_bus_bandwidth_gb_per_s                                            (1e9 B/s)
 //   contention_compute_factor, contention_collective_factor                      (fractions)
 //   collective_model: nccl_tuner | ring,
-//   gemm_half_volume_mnk (M*N*K, elements^3)).
+//   gemm_half_volume_mnk (M*N*K, elements^3),
+//   device_adam_elements_per_s (parameters per second; set by calibrate --backend)).
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -78,6 +79,12 @@ struct CalibrationConstants {
   // the host cores one GPU process gets): parameters updated per second. Not in the research
   // notes; 1e9/s is an estimate to calibrate.
   double cpu_adam_elements_per_s = 1e9;
+  // Measured throughput of the device's own Adam kernel (no offload): parameters updated per
+  // second. Unset = the memory-bound model (optimizer_step_ns in sim/compute_model.hpp), right
+  // for a GPU; a device whose Adam is compute-bound sets it (calibrate --backend host: a scalar
+  // CPU loop with a sqrt and divisions per element, ~4x faster than its 42 bytes at the
+  // measured memory-pass rate would allow).
+  std::optional<double> device_adam_elements_per_s;
 };
 
 // The MAMF fraction measured for the named GPU (notes §2.2, stas00 ml-engineering

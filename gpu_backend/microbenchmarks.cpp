@@ -45,13 +45,21 @@ class Buffers {
   std::vector<DeviceBuffer> buffers_;
 };
 
-// Device time of `reps` calls of `enqueue` on `stream`, per call.
+// Device time of one call of `enqueue` on `stream`: the median over `reps` calls, each between
+// its own pair of events. The median, not the mean: on a shared CPU (the host device, CI) one
+// preempted repetition made a mean GEMM 3x its neighbours' and moved the whole fit.
 double timed_ns(Device& device, StreamId stream, int reps, const std::function<void()>& enqueue) {
-  const EventId start = device.record(stream);
-  for (int i = 0; i < reps; ++i) enqueue();
-  const EventId end = device.record(stream);
-  device.synchronize(end);
-  return static_cast<double>(device.elapsed_ns(start, end)) / reps;
+  std::vector<EventId> events{device.record(stream)};
+  for (int i = 0; i < reps; ++i) {
+    enqueue();
+    events.push_back(device.record(stream));
+  }
+  device.synchronize(events.back());
+  std::vector<double> ns;
+  for (std::size_t i = 1; i < events.size(); ++i) ns.push_back(static_cast<double>(device.elapsed_ns(events[i - 1], events[i])));
+  std::sort(ns.begin(), ns.end());
+  const std::size_t n = ns.size();
+  return n % 2 ? ns[n / 2] : 0.5 * (ns[n / 2 - 1] + ns[n / 2]);
 }
 
 // The largest of every rank's `value` (an fp64 all-reduce), so all ranks pick the same
@@ -66,19 +74,32 @@ double agree_max(Device& device, StreamId stream, Buffers& buffers, double value
   return out;
 }
 
-GemmArgs gemm_args(const GemmShape& s, DeviceSpan a, DeviceSpan b, DeviceSpan c, ElementType type) {
+// op(A)[m x k] . op(B)[k x n] into C[m x n], row-major with packed leading dimensions.
+GemmArgs gemm_args(const GemmShape& s, DeviceSpan a, DeviceSpan b, DeviceSpan c, ElementType type,
+                   bool transpose_a = false, bool transpose_b = false, float beta = 0.0f) {
+  const auto bytes = [&](std::int64_t numel) { return static_cast<std::uint64_t>(numel * element_bytes(type)); };
   GemmArgs g;
   g.m = s.m, g.n = s.n, g.k = s.k;
-  g.a = a.sub(0, static_cast<std::uint64_t>(s.m * s.k * element_bytes(type))), g.lda = s.k;
-  g.b = b.sub(0, static_cast<std::uint64_t>(s.k * s.n * element_bytes(type))), g.ldb = s.n;
-  g.c = c.sub(0, static_cast<std::uint64_t>(s.m * s.n * element_bytes(type))), g.ldc = s.n;
+  g.transpose_a = transpose_a, g.transpose_b = transpose_b;
+  g.a = a.sub(0, bytes(s.m * s.k)), g.lda = transpose_a ? s.m : s.k;
+  g.b = b.sub(0, bytes(s.k * s.n)), g.ldb = transpose_b ? s.k : s.n;
+  g.c = c.sub(0, bytes(s.m * s.n)), g.ldc = s.n;
+  g.beta = beta;
   g.type = type;
   return g;
 }
 
+// The executor's backward of a forward GEMM (m, n, k) = (tokens, out, in): dgrad
+// dX[tokens x in] = dY . W^T, then wgrad dW[in x out] += X^T . dY.
+std::vector<GemmArgs> backward_gemms(const GemmShape& s, DeviceSpan a, DeviceSpan b, DeviceSpan c, ElementType type) {
+  return {gemm_args({s.m, s.k, s.n}, a, b, c, type, false, true),
+          gemm_args({s.k, s.n, s.m}, a, b, c, type, true, false, 1.0f)};
+}
+
 struct RankResults {
   std::vector<CollectiveTiming> all_gather, reduce_scatter;
-  std::vector<double> gemm_ns;
+  std::vector<double> gemm_ns, gemm_backward_ns;
+  double adam_elements_per_s = 0;
   double memory_bytes_per_s = 0, h2d = 0, d2h = 0, launch_ns = 0, collective_launch_ns = 0;
   ContentionTiming contention;
 };
@@ -124,19 +145,33 @@ RankResults run_rank(Device& device, const MicrobenchmarkOptions& o) {
     r.all_gather = collective_sweep(device, comm, buffers, CollectiveOp::kAllGather, o);
     r.reduce_scatter = collective_sweep(device, comm, buffers, CollectiveOp::kReduceScatter, o);
   }
-  // GEMMs: operands sized for the largest shape, reused by every shape.
-  std::int64_t a_numel = o.contention_gemm.m * o.contention_gemm.k, b_numel = o.contention_gemm.k * o.contention_gemm.n,
-               c_numel = o.contention_gemm.m * o.contention_gemm.n;
-  for (const auto& s : o.gemm_shapes) {
-    a_numel = std::max(a_numel, s.m * s.k), b_numel = std::max(b_numel, s.k * s.n), c_numel = std::max(c_numel, s.m * s.n);
-  }
-  const DeviceSpan a = buffers.get(static_cast<std::uint64_t>(a_numel * eb));
-  const DeviceSpan b = buffers.get(static_cast<std::uint64_t>(b_numel * eb));
-  const DeviceSpan c = buffers.get(static_cast<std::uint64_t>(c_numel * eb));
+  // GEMMs: operands sized for the largest matrix of any shape (forward or backward), reused.
+  auto largest = [](const GemmShape& s) { return std::max({s.m * s.k, s.k * s.n, s.m * s.n}); };
+  std::int64_t numel = largest(o.contention_gemm);
+  for (const auto& s : o.gemm_shapes) numel = std::max(numel, largest(s));
+  const DeviceSpan a = buffers.get(static_cast<std::uint64_t>(numel * eb));
+  const DeviceSpan b = buffers.get(static_cast<std::uint64_t>(numel * eb));
+  const DeviceSpan c = buffers.get(static_cast<std::uint64_t>(numel * eb));
   for (const auto& s : o.gemm_shapes) {
     const GemmArgs g = gemm_args(s, a, b, c, o.type);
     for (int w = 0; w < o.warmup; ++w) device.gemm(compute, g);
     r.gemm_ns.push_back(timed_ns(device, compute, o.iterations, [&] { device.gemm(compute, g); }));
+    const std::vector<GemmArgs> backward = backward_gemms(s, a, b, c, o.type);
+    r.gemm_backward_ns.push_back(timed_ns(device, compute, o.iterations, [&] {
+      for (const auto& k : backward) device.gemm(compute, k);
+    }));
+  }
+  // One Adam step over a partition (fp32 master and moments, gradients in the training type).
+  {
+    AdamArgs adam;
+    adam.numel = o.adam_numel;
+    const auto bytes = static_cast<std::uint64_t>(o.adam_numel * eb), fp32 = static_cast<std::uint64_t>(o.adam_numel * 4);
+    adam.params = buffers.get(bytes), adam.grads = buffers.get(bytes);
+    adam.master = buffers.get(fp32), adam.exp_avg = buffers.get(fp32), adam.exp_avg_sq = buffers.get(fp32);
+    adam.param_type = o.type;
+    device.adam(compute, adam);
+    const double ns = timed_ns(device, compute, o.iterations, [&] { device.adam(compute, adam); });
+    r.adam_elements_per_s = static_cast<double>(o.adam_numel) / (ns * 1e-9);
   }
   // One memory-bound pass: read numel, write numel.
   {
@@ -270,9 +305,11 @@ MicrobenchmarkResults run_microbenchmarks(DeviceGroup& group, const Microbenchma
   out.all_gather = combine(&RankResults::all_gather);
   out.reduce_scatter = combine(&RankResults::reduce_scatter);
   for (std::size_t i = 0; i < options.gemm_shapes.size(); ++i) {
-    out.gemms.push_back({options.gemm_shapes[i], mean([&](const RankResults& r) { return r.gemm_ns[i]; })});
+    out.gemms.push_back({options.gemm_shapes[i], mean([&](const RankResults& r) { return r.gemm_ns[i]; }),
+                         mean([&](const RankResults& r) { return r.gemm_backward_ns[i]; })});
   }
   out.memory_bytes_per_s = mean([](const RankResults& r) { return r.memory_bytes_per_s; });
+  out.adam_elements_per_s = mean([](const RankResults& r) { return r.adam_elements_per_s; });
   out.host_to_device_bytes_per_s = mean([](const RankResults& r) { return r.h2d; });
   out.device_to_host_bytes_per_s = mean([](const RankResults& r) { return r.d2h; });
   out.kernel_launch_ns = mean([](const RankResults& r) { return r.launch_ns; });

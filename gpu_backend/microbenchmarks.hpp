@@ -1,8 +1,9 @@
 #pragma once
 // The device microbenchmarks `calibrate --backend` fits a hardware profile from (DESIGN.md "The
-// real backend"): collectives over sizes (nccl-tests' convention), GEMMs of given shapes, a
-// memory-bound pass, host<->device copies, the host cost of enqueueing a kernel and a
-// collective, and a GEMM overlapped with an all-gather (contention). Never a scenario's model
+// real backend"): collectives over sizes (nccl-tests' convention), GEMMs of given shapes with
+// the backward pair the executor issues for them, a memory-bound pass, an Adam step,
+// host<->device copies, the host cost of enqueueing a kernel and a collective, and a GEMM
+// overlapped with an all-gather (contention). Never a scenario's model
 // run: only these kernels. Every rank runs every benchmark at once on its own thread, as ranks
 // do in training (on the host device they share the CPU, which is part of what is measured).
 #include <cstdint>
@@ -30,6 +31,9 @@ struct MicrobenchmarkOptions {
   std::vector<std::int64_t> collective_sizes_bytes;
   std::vector<GemmShape> gemm_shapes;
   std::int64_t memory_pass_numel = 1 << 20;
+  // Beyond a CPU's last-level cache (4M x 16 bytes of fp32 state and bf16 data = 64 MiB), as a
+  // real partition is: at 1M a 2-rank host run's Adam was ~2x the microbenchmark's rate.
+  std::int64_t adam_numel = 4 << 20;
   std::int64_t copy_bytes = 16 << 20;
   std::int64_t launch_samples = 200;
   GemmShape contention_gemm{256, 1024, 1024};
@@ -45,9 +49,13 @@ struct CollectiveTiming {
   double in_place_us = 0;
 };
 
+// A forward GEMM Y[m x n] = X[m x k] . W[k x n] and its backward pair as the executor issues
+// them (gpu_backend/rank_executor.cpp): dgrad dX = dY . W^T (m x k x n) and wgrad
+// dW += X^T . dY (k x n x m, accumulating).
 struct GemmTiming {
   GemmShape shape;
-  double time_ns = 0;  // mean over ranks of each rank's mean
+  double time_ns = 0;           // the forward GEMM; mean over ranks of each rank's mean
+  double backward_time_ns = 0;  // dgrad + wgrad, the same way
 };
 
 struct ContentionTiming {
@@ -60,6 +68,7 @@ struct MicrobenchmarkResults {
   std::vector<CollectiveTiming> all_gather, reduce_scatter;  // empty on one rank
   std::vector<GemmTiming> gemms;
   double memory_bytes_per_s = 0;  // read + write of one elementwise pass
+  double adam_elements_per_s = 0;  // the device's Adam kernel over a bf16/fp32 partition
   double host_to_device_bytes_per_s = 0, device_to_host_bytes_per_s = 0;
   double kernel_launch_ns = 0;      // host time to enqueue one small kernel
   double collective_launch_ns = 0;  // host time to enqueue one small all-gather

@@ -42,6 +42,7 @@ ComputeModel::ComputeModel(const core::HardwareProfile& profile,
                            const core::CalibrationConstants& calibration, core::DType dtype)
     : compute_time_scale_(calibration.compute_time_scale),
       copy_time_scale_(calibration.copy_time_scale),
+      device_adam_elements_per_s_(calibration.device_adam_elements_per_s),
       dtype_(dtype),
       kernel_launch_ns_(scaled(calibration.kernel_launch_ns, calibration.host_overhead_scale)),
       hook_overhead_ns_(scaled(calibration.hook_overhead_ns, calibration.host_overhead_scale)),
@@ -131,6 +132,9 @@ std::int64_t ComputeModel::optimizer_bytes_per_element(core::DType dtype) {
 
 TimeNs ComputeModel::optimizer_step_ns(std::int64_t shard_numel) const {
   if (shard_numel < 0) throw std::invalid_argument("optimizer step over a negative shard");
+  if (device_adam_elements_per_s_) {
+    return to_ns(static_cast<double>(shard_numel) / *device_adam_elements_per_s_ * compute_time_scale_);
+  }
   return kernel_ns(0, static_cast<double>(shard_numel) *
                           static_cast<double>(optimizer_bytes_per_element(dtype_)));
 }

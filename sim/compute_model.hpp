@@ -10,6 +10,7 @@
 // 1024^3 / 2048^3 / 4096^3 / 8192^3). Memory-bound kernels are bytes over bandwidth.
 // Not here: slow-down while collectives run on the same GPU (contention, notes §3).
 #include <cstdint>
+#include <optional>
 
 #include "core/calibration.hpp"
 #include "core/hardware_profile.hpp"
@@ -69,6 +70,7 @@ class ComputeModel {
   //   updated fp32 master copied into the e-byte param shard  4 + e  (read, write)
   // = 36 + 3e: 42 bytes for bf16/fp16, 48 for fp32. The 12 bytes of fp32 master + m + v are
   // research §5.4 (ZeRO paper, K = 12); the per-kernel traffic is this derivation, not measured.
+  // A calibrated device_adam_elements_per_s (a measured Adam kernel) replaces the derivation.
   TimeNs optimizer_step_ns(std::int64_t shard_numel) const;
   static std::int64_t optimizer_bytes_per_element(core::DType dtype);
 
@@ -91,6 +93,7 @@ class ComputeModel {
   double effective_memory_bytes_per_s_ = 0;
   double compute_time_scale_ = 1;
   double copy_time_scale_ = 1;
+  std::optional<double> device_adam_elements_per_s_;
   core::DType dtype_;
   TimeNs kernel_launch_ns_ = 0;
   TimeNs hook_overhead_ns_ = 0;

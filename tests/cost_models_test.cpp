@@ -382,6 +382,15 @@ TEST(ComputeModel, CopyAndOptimizerAreMemoryBound) {
   EXPECT_EQ(m.optimizer_step_ns(0), 0);
 }
 
+TEST(ComputeModel, MeasuredDeviceAdamRateReplacesTheMemoryBoundStep) {
+  const auto p = profile("h100-sxm-8x");
+  pc::CalibrationConstants c = p.calibration;
+  c.device_adam_elements_per_s = 2e8;  // a host-device calibration's order of magnitude
+  c.compute_time_scale = 2;
+  const ps::ComputeModel m(p, c, pc::DType::kBF16);
+  EXPECT_EQ(m.optimizer_step_ns(1'000'000), 10'000'000);  // 5 ms at 2e8/s, times 2
+}
+
 TEST(ComputeModel, HostCostsFollowHostOverheadScale) {
   const auto p = profile("h100-sxm-8x");
   pc::CalibrationConstants c = p.calibration;
@@ -452,8 +461,10 @@ TEST(Calibration, ProfileSectionReadsEveryKeyInItsUnit) {
                                                   "  allgather_bus_bandwidth_gb_per_s: 361.4\n"
                                                   "  reduce_scatter_bus_bandwidth_gb_per_s: 362.9\n"
                                                   "  collective_latency_us: 25\n"
-                                                  "  host_overhead_scale: 2\n");
+                                                  "  host_overhead_scale: 2\n"
+                                                  "  device_adam_elements_per_s: 1.5e8\n");
   const auto c = pc::load_hardware_profile(file).calibration;
+  EXPECT_DOUBLE_EQ(*c.device_adam_elements_per_s, 1.5e8);
   EXPECT_DOUBLE_EQ(c.gemm_efficiency, 0.7);
   EXPECT_DOUBLE_EQ(c.memory_efficiency, 0.9);
   EXPECT_DOUBLE_EQ(c.compute_time_scale, 0.5);
