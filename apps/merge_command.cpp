@@ -33,8 +33,14 @@ std::string describe_points(const std::vector<std::size_t>& points, std::size_t 
     std::size_t j = i;
     while (j + 1 < points.size() && points[j + 1] == points[j] + 1) ++j;
     if (ranges++ == limit) return out + ", ...";
-    out += (out.empty() ? "" : ", ") + std::to_string(points[i]);
-    if (j > i) out += "-" + std::to_string(points[j]);
+    // Appended piecewise: GCC 12's LTO flags `const char* + std::string` here with a false
+    // -Wstringop-overflow.
+    if (!out.empty()) out += ", ";
+    out += std::to_string(points[i]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(points[j]);
+    }
     i = j + 1;
   }
   return out;
