@@ -443,6 +443,27 @@ RecordedRun recorded_run(const pc::Scenario& s) {
   return run;
 }
 
+struct RealAndSimulated {
+  pc::Metrics real;
+  pc::Metrics simulated;
+};
+
+// The host scenario on `world` ranks with the given settings (either may be empty), run on the
+// host-thread device and in the simulator.
+RealAndSimulated real_and_simulated(int world, const std::string& setting, const std::string& more) {
+  std::vector<std::string> overrides;
+  for (const std::string& o : {setting, more}) {
+    if (!o.empty()) overrides.push_back(o);
+  }
+  const pc::Scenario s = host_scenario(world, overrides);
+  pg::HostDeviceGroup group(device_options(s));
+  const pg::ExecutorResult real = pg::Executor(s, group).run();
+  EXPECT_EQ(real.status, pc::RunStatus::kOk) << real.message;
+  const auto simulated = prefetchlab::sim::World(s, false).run();
+  EXPECT_EQ(simulated.status, pc::RunStatus::kOk) << simulated.message;
+  return {real.metrics, simulated.metrics};
+}
+
 }  // namespace
 
 // zero.offload_param on two ranks: before every all-gather, this rank's shards of exactly the
@@ -530,15 +551,8 @@ TEST(Executor, OffloadFreesTheSameDeviceMemoryAsInTheSimulator) {
   };
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> peaks;  // real, simulated
   for (const std::string setting : {"", "zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu"}) {
-    std::vector<std::string> overrides{"training.iterations=2"};
-    if (!setting.empty()) overrides.push_back(setting);
-    const pc::Scenario s = host_scenario(2, overrides);
-    pg::HostDeviceGroup group(device_options(s));
-    const pg::ExecutorResult real = pg::Executor(s, group).run();
-    ASSERT_EQ(real.status, pc::RunStatus::kOk) << real.message;
-    const auto simulated = prefetchlab::sim::World(s, false).run();
-    ASSERT_EQ(simulated.status, pc::RunStatus::kOk);
-    peaks[setting] = {peak(real.metrics), peak(simulated.metrics)};
+    const RealAndSimulated run = real_and_simulated(2, "training.iterations=2", setting);
+    peaks[setting] = {peak(run.real), peak(run.simulated)};
   }
   for (const std::string setting : {"zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu"}) {
     const std::int64_t real_saved = peaks[""].first - peaks[setting].first;
@@ -554,22 +568,14 @@ TEST(Executor, OffloadFreesTheSameDeviceMemoryAsInTheSimulator) {
 // leaving the device saved. (How much depends on which parameters are resident at the
 // allocation peak, which the executor's own workspaces move: not compared.)
 TEST(Executor, OneRankOffloadHoldsTheSameParameterBuffersAsTheSimulator) {
-  std::map<std::string, std::pair<pc::Metrics, pc::Metrics>> runs;  // real, simulated
+  std::map<std::string, RealAndSimulated> runs;
   for (const std::string setting : {"", "zero.offload_param.device=cpu"}) {
-    std::vector<std::string> overrides{"training.iterations=3"};
-    if (!setting.empty()) overrides.push_back(setting);
-    const pc::Scenario s = host_scenario(1, overrides);
-    pg::HostDeviceGroup group(device_options(s));
-    const pg::ExecutorResult real = pg::Executor(s, group).run();
-    ASSERT_EQ(real.status, pc::RunStatus::kOk) << real.message;
-    const auto simulated = prefetchlab::sim::World(s, false).run();
-    ASSERT_EQ(simulated.status, pc::RunStatus::kOk);
-    ASSERT_EQ(real.metrics.iterations.size(), simulated.metrics.iterations.size());
-    for (std::size_t i = 0; i < real.metrics.iterations.size(); ++i) {
-      EXPECT_EQ(real.metrics.iterations[i].peak_gathered_param_bytes, simulated.metrics.iterations[i].peak_gathered_param_bytes)
+    const RealAndSimulated& run = runs[setting] = real_and_simulated(1, "training.iterations=3", setting);
+    ASSERT_EQ(run.real.iterations.size(), run.simulated.iterations.size());
+    for (std::size_t i = 0; i < run.real.iterations.size(); ++i) {
+      EXPECT_EQ(run.real.iterations[i].peak_gathered_param_bytes, run.simulated.iterations[i].peak_gathered_param_bytes)
           << setting << " iteration " << i + 1;
     }
-    runs[setting] = {real.metrics, simulated.metrics};
   }
   const auto& [real_offloaded, simulated_offloaded] = runs["zero.offload_param.device=cpu"];
   const auto& [real_plain, simulated_plain] = runs[""];
