@@ -14,6 +14,10 @@ enum class SyncTag {
   kEndOfBackward,       // §2: reduce_and_partition_stream.synchronize() after the last flush
   kTraceCheck,          // §1.4: assert_ints_same_as_other_ranks at a non-COMPLETE reset_step
   kPersistentRegather,  // §1.2: the blocking persistent re-gather after the optimizer step
+  // World size 1 only: NoGather(Coalesced)Handle.wait runs current_stream().synchronize() on
+  // its first wait (deepspeed/runtime/zero/partition_parameters.py; §1.6: one partition ⇒
+  // no-gather handle).
+  kNoGatherWait,
   kControllerSamples,   // §3.4: the follow-up reads last iteration's fetch events at reset_step
   kAgreement,           // §3.4: .item() on the controller's all-reduce MAX
   kAllocatorRetry,      // the caching allocator's out-of-memory retry (cudaDeviceSynchronize)
@@ -30,6 +34,7 @@ constexpr const char* sync_tag_name(SyncTag tag) {
     case SyncTag::kEndOfBackward: return "end_of_backward";
     case SyncTag::kTraceCheck: return "trace_check";
     case SyncTag::kPersistentRegather: return "persistent_regather";
+    case SyncTag::kNoGatherWait: return "no_gather_wait";
     case SyncTag::kControllerSamples: return "controller_samples";
     case SyncTag::kAgreement: return "agreement";
     case SyncTag::kAllocatorRetry: return "allocator_retry";

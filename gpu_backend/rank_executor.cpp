@@ -908,6 +908,12 @@ void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {
     if (wait.context == core::WaitContext::kBlocking && last_done >= 0) {
       host_sync(last_done, SyncTag::kPersistentRegather, &current_->host_comm_blocked_ns);
     }
+  } else if (wait.first_on_handle && handle.alive) {
+    // World size 1, a no-gather handle: its first wait synchronises the host with the stream
+    // it runs under (NoGatherCoalescedHandle.wait, `current_stream().synchronize()` unless the
+    // device is synchronized; sim/no_gather_handle.cpp), then __complete makes later waits free.
+    host_sync(device_.record(stream), SyncTag::kNoGatherWait,
+              wait.context == core::WaitContext::kFetch ? nullptr : &current_->host_comm_blocked_ns);
   }
   if (wait.context == core::WaitContext::kFetch) ongoing_fetch_events_.push_back(device_.record(all_gather_));
   if (wait.last_on_handle && handle.alive) {

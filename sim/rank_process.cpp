@@ -573,7 +573,12 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       memory.params.insert(memory.params.end(), gather->param_ids.begin(), gather->param_ids.end());
       ++current_->all_gather_count;
       current_->gathered_numel += gather->numel;
-      if (!gather->collective) continue;  // world size 1: the shard is the parameter
+      if (!gather->collective) {  // world size 1: a no-gather handle, no collective
+        if (scenario.zero.offload_param.device != core::OffloadDevice::kNone) {
+          co_await copy_up_without_gather(*gather, context.module);
+        }
+        continue;
+      }
       const std::int64_t flat_bytes = gather->padded_numel * dtype_bytes_;
       memory.collective = true;
       memory.flat_bytes += flat_bytes;
@@ -647,6 +652,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         if (w->context == core::WaitContext::kBlocking && last_done >= 0) {
           co_await host_sync_on_comm(last_done, &current_->regather_block_ns);
         }
+      } else if (w->first_on_handle && handle.alive) {
+        co_await wait_without_gather(stream, w->context, context.phase);
       }
       if (w->context == core::WaitContext::kFetch) ongoing_fetch_events_.push_back(record(*all_gather_));
       if (w->last_on_handle && handle.alive) {
@@ -690,10 +697,15 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       const std::int64_t shard_numel = (scenario.model.total_numel() + world_size_ - 1) / world_size_;
       if (scenario.zero.offload_optimizer.device != core::OffloadDevice::kNone) {
         // CPU Adam over the host copy of the partition (the host is busy meanwhile), then the
-        // updated 16-bit parameters go up to the device shards.
+        // updated 16-bit parameters go up to the device shards — unless zero.offload_param
+        // keeps those shards in host memory too (stage3.py: the flat 16-bit partitions are
+        // param_groups_fp16_flat_cpu_memory, pinned host buffers): the update is written there
+        // and nothing crosses the host link.
         co_await spend(at_rate_ns(shard_numel, scenario.cluster.calibration.cpu_adam_elements_per_s));
-        launch_kernel(compute_, at_rate_ns(shard_numel * dtype_bytes_, shared_.host_to_device_bytes_per_s),
-                      shared_.label_host_copy);
+        if (scenario.zero.offload_param.device == core::OffloadDevice::kNone) {
+          launch_kernel(compute_, at_rate_ns(shard_numel * dtype_bytes_, shared_.host_to_device_bytes_per_s),
+                        shared_.label_host_copy);
+        }
       } else {
         launch_kernel(compute_, noisy_compute_ns(shared_.compute->optimizer_step_ns(shard_numel)),
                       shared_.label_optimizer);

@@ -162,6 +162,11 @@ class RankProcess final : public StreamObserver {
   HostTask forward(int module);
   HostTask backward(int module);
   HostTask execute(const core::Plan& plan, Context& context);
+  // World size 1: DeepSpeed's no-gather handles (sim/no_gather_handle.cpp). Issue: with
+  // zero.offload_param, each parameter is copied up into its own buffer; wait: the host
+  // synchronises the waiting stream.
+  HostTask copy_up_without_gather(const core::Gather& gather, int module);
+  HostTask wait_without_gather(Stream& stream, core::WaitContext wait_context, core::Phase phase);
   HostTask gradients_ready(int module);
   HostTask allocate_model_states();
   // Allocates through the caching allocator; on OOM records where and stops the world (the

@@ -267,19 +267,24 @@ class CountingDevice : public pt::ForwardingDevice {
 namespace {
 
 // Every host synchronisation is logged with a DeepSpeed tag inside iterations (and only there),
-// one end-of-backward synchronisation per iteration, nothing unlogged.
-void check_host_blocks(const std::vector<std::string>& features) {
+// one end-of-backward synchronisation per iteration, nothing unlogged. On one rank DeepSpeed
+// gathers through no-gather handles, whose first wait synchronises the current stream
+// (NoGatherCoalescedHandle.wait in deepspeed/runtime/zero/partition_parameters.py:
+// `if not get_accelerator().is_synchronized_device(): current_stream().synchronize()`, then
+// `__complete = True`): exactly one such block per handle, and none on more ranks.
+void check_host_blocks(int world, const std::vector<std::string>& features) {
   for (const std::string policy : {"static", "ema_threshold"}) {
     SCOPED_TRACE(policy);
     std::vector<std::string> overrides{"controller.policy=" + policy, "training.iterations=4"};
     if (policy != "static") overrides.push_back("controller.update_interval=2");  // samples iteration 2
     overrides.insert(overrides.end(), features.begin(), features.end());
-    const pc::Scenario s = host_scenario(2, overrides);
+    const pc::Scenario s = host_scenario(world, overrides);
     pg::HostDeviceGroup inner(device_options(s));
     pt::WrappingGroup<CountingDevice> group(inner, [](pg::Device& d) { return std::make_unique<CountingDevice>(d); });
     const pg::ExecutorResult result = pg::Executor(s, group).run();
     ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
     std::map<std::pair<int, int>, int> end_of_backward;  // (rank, iteration) -> count
+    std::int64_t no_gather_waits = 0;
     std::map<int, int> logged;
     std::set<pg::SyncTag> tags;
     for (const auto& entry : result.call_log) {
@@ -291,34 +296,49 @@ void check_host_blocks(const std::vector<std::string>& features) {
         EXPECT_FALSE(pg::is_deepspeed_sync(entry.tag)) << pg::sync_tag_name(entry.tag) << " outside an iteration";
       }
       if (entry.tag == pg::SyncTag::kEndOfBackward) ++end_of_backward[{entry.rank, entry.iteration}];
+      if (entry.tag == pg::SyncTag::kNoGatherWait) ++no_gather_waits;
     }
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < world; ++r) {
       // No synchronisation bypasses the log.
       EXPECT_EQ(group.wrapped(r).syncs, logged[r]) << "rank " << r;
       for (int i = 1; i <= 4; ++i) EXPECT_EQ((end_of_backward[{r, i}]), 1) << "rank " << r << " iteration " << i;
     }
-    EXPECT_TRUE(tags.count(pg::SyncTag::kTraceCheck));
-    EXPECT_FALSE(tags.count(pg::SyncTag::kInspection));
-    if (policy == "static") {
-      EXPECT_FALSE(tags.count(pg::SyncTag::kAgreement));
-      EXPECT_FALSE(tags.count(pg::SyncTag::kControllerSamples));
+    if (world == 1) {
+      // One gather per handle here (one dtype), every handle waited on before the run ends
+      // (each iteration ends with an optimizer step, which drains the registry).
+      std::int64_t handles = 0;
+      for (const auto& it : result.metrics.iterations) handles += it.all_gather_count;
+      EXPECT_GT(handles, 0);
+      EXPECT_EQ(no_gather_waits, handles);
     } else {
-      EXPECT_TRUE(tags.count(pg::SyncTag::kAgreement));
-      EXPECT_TRUE(tags.count(pg::SyncTag::kControllerSamples));
+      EXPECT_EQ(no_gather_waits, 0);
+      EXPECT_TRUE(tags.count(pg::SyncTag::kTraceCheck));  // one rank has no other rank to check against
     }
+    EXPECT_FALSE(tags.count(pg::SyncTag::kInspection));
+    EXPECT_EQ(tags.count(pg::SyncTag::kControllerSamples), policy == "static" ? 0u : 1u);
+    // One rank applies its own proposal: no all-reduce to read back.
+    EXPECT_EQ(tags.count(pg::SyncTag::kAgreement), policy == "static" || world == 1 ? 0u : 1u);
   }
 }
 
 }  // namespace
 
-TEST(Executor, TheHostBlocksOnlyWhereDeepSpeedDoes) { check_host_blocks({}); }
+TEST(Executor, TheHostBlocksOnlyWhereDeepSpeedDoes) { check_host_blocks(2, {}); }
+
+// One rank: the no-gather handle's first wait blocks the host whether or not the parameters
+// live in host memory (without offload its `.to(device)` copies nothing, the synchronisation
+// stays).
+TEST(Executor, TheHostBlocksOnlyWhereDeepSpeedDoesOnOneRank) {
+  check_host_blocks(1, {});
+  check_host_blocks(1, {"zero.offload_param.device=cpu"});
+}
 
 // Offload adds no host block: the parameter copies are stream-ordered before the all-gathers;
 // the gradient copies down run on the reduce stream, which the end-of-backward synchronisation
 // (research deepspeed-zero3.md §2) already waits for before CPU Adam reads them; the updated
 // parameters go up stream-ordered. Checkpointing's re-run forward fetches like any forward.
 TEST(Executor, TheHostBlocksOnlyWhereDeepSpeedDoesWithOffloadAndCheckpointing) {
-  check_host_blocks({"zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu",
+  check_host_blocks(2, {"zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu",
                      "training.activation_checkpointing=true"});
 }
 
@@ -423,6 +443,27 @@ RecordedRun recorded_run(const pc::Scenario& s) {
   return run;
 }
 
+struct RealAndSimulated {
+  pc::Metrics real;
+  pc::Metrics simulated;
+};
+
+// The host scenario on `world` ranks with the given settings (either may be empty), run on the
+// host-thread device and in the simulator.
+RealAndSimulated real_and_simulated(int world, const std::string& setting, const std::string& more) {
+  std::vector<std::string> overrides;
+  for (const std::string& o : {setting, more}) {
+    if (!o.empty()) overrides.push_back(o);
+  }
+  const pc::Scenario s = host_scenario(world, overrides);
+  pg::HostDeviceGroup group(device_options(s));
+  const pg::ExecutorResult real = pg::Executor(s, group).run();
+  EXPECT_EQ(real.status, pc::RunStatus::kOk) << real.message;
+  const auto simulated = prefetchlab::sim::World(s, false).run();
+  EXPECT_EQ(simulated.status, pc::RunStatus::kOk) << simulated.message;
+  return {real.metrics, simulated.metrics};
+}
+
 }  // namespace
 
 // zero.offload_param on two ranks: before every all-gather, this rank's shards of exactly the
@@ -510,21 +551,43 @@ TEST(Executor, OffloadFreesTheSameDeviceMemoryAsInTheSimulator) {
   };
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> peaks;  // real, simulated
   for (const std::string setting : {"", "zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu"}) {
-    std::vector<std::string> overrides{"training.iterations=2"};
-    if (!setting.empty()) overrides.push_back(setting);
-    const pc::Scenario s = host_scenario(2, overrides);
-    pg::HostDeviceGroup group(device_options(s));
-    const pg::ExecutorResult real = pg::Executor(s, group).run();
-    ASSERT_EQ(real.status, pc::RunStatus::kOk) << real.message;
-    const auto simulated = prefetchlab::sim::World(s, false).run();
-    ASSERT_EQ(simulated.status, pc::RunStatus::kOk);
-    peaks[setting] = {peak(real.metrics), peak(simulated.metrics)};
+    const RealAndSimulated run = real_and_simulated(2, "training.iterations=2", setting);
+    peaks[setting] = {peak(run.real), peak(run.simulated)};
   }
   for (const std::string setting : {"zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu"}) {
     const std::int64_t real_saved = peaks[""].first - peaks[setting].first;
     const std::int64_t simulated_saved = peaks[""].second - peaks[setting].second;
     EXPECT_GT(real_saved, 0) << setting;
     EXPECT_EQ(real_saved, simulated_saved) << setting;
+  }
+}
+
+// One rank with zero.offload_param: each fetched parameter gets its own device buffer (the
+// no-gather handle's `.to(device)`), on the executor as in the simulator — the same peak of
+// gathered bytes in every iteration — and those buffers take back part of what the shards
+// leaving the device saved. (How much depends on which parameters are resident at the
+// allocation peak, which the executor's own workspaces move: not compared.)
+TEST(Executor, OneRankOffloadHoldsTheSameParameterBuffersAsTheSimulator) {
+  std::map<std::string, RealAndSimulated> runs;
+  for (const std::string setting : {"", "zero.offload_param.device=cpu"}) {
+    const RealAndSimulated& run = runs[setting] = real_and_simulated(1, "training.iterations=3", setting);
+    ASSERT_EQ(run.real.iterations.size(), run.simulated.iterations.size());
+    for (std::size_t i = 0; i < run.real.iterations.size(); ++i) {
+      EXPECT_EQ(run.real.iterations[i].peak_gathered_param_bytes, run.simulated.iterations[i].peak_gathered_param_bytes)
+          << setting << " iteration " << i + 1;
+    }
+  }
+  const auto& [real_offloaded, simulated_offloaded] = runs["zero.offload_param.device=cpu"];
+  const auto& [real_plain, simulated_plain] = runs[""];
+  for (const auto& it : simulated_plain.iterations) EXPECT_EQ(it.peak_gathered_param_bytes, 0);  // views of the shards
+  for (const auto& it : simulated_offloaded.iterations) EXPECT_GT(it.peak_gathered_param_bytes, 0);
+  const std::int64_t shard_bytes = host_scenario(1).model.total_numel() * 2;  // bf16, one flat tensor
+  for (std::size_t i = 0; i < real_plain.iterations.size(); ++i) {
+    EXPECT_LT(real_plain.iterations[i].peak_allocated_bytes - real_offloaded.iterations[i].peak_allocated_bytes, shard_bytes)
+        << "iteration " << i + 1;
+    EXPECT_LT(simulated_plain.iterations[i].peak_allocated_bytes - simulated_offloaded.iterations[i].peak_allocated_bytes,
+              shard_bytes)
+        << "iteration " << i + 1;
   }
 }
 

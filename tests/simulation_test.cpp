@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
+#include "core/hardware_derived.hpp"
 #include "core/scenario.hpp"
 #include "sim/world.hpp"
 
@@ -280,6 +282,162 @@ TEST(Simulation, OptimizerOffloadRunsAdamOnTheHost) {
   // A slower CPU makes the step slower still: the rate is really used.
   const auto slower = simulate_default({"zero.offload_optimizer.device=cpu", "cluster.calibration.cpu_adam_elements_per_s=5e8"});
   EXPECT_GT(slower.metrics.iterations[2].optimizer_ns, offloaded.metrics.iterations[2].optimizer_ns);
+}
+
+namespace {
+
+// The single-GPU parameter-offload scenario without prefetch or parameter reuse: each module's
+// parameters are fetched when it runs and released after it, so what is resident when is known.
+pc::Scenario one_gpu(std::vector<std::string> overrides) {
+  overrides.push_back("zero.stage3_prefetch_bucket_size=0");
+  overrides.push_back("zero.stage3_max_reuse_distance=0");
+  return scenario("host/tiny-llama-offload-1gpu.yaml", std::move(overrides));
+}
+
+struct TracedRun {
+  ps::WorldResult result;
+  std::vector<ps::TraceSpan> host_copies;  // the host<->device copy kernels of offload
+};
+
+TracedRun simulate_traced(const pc::Scenario& s) {
+  ps::World world(s, /*record_trace=*/true);
+  TracedRun run{world.run(), {}};
+  for (const auto& span : world.trace().spans()) {
+    if (span.kind == ps::SpanKind::kKernel && world.labels().text(span.label) == "host<->device copy (offload)") {
+      run.host_copies.push_back(span);
+    }
+  }
+  return run;
+}
+
+// What copying `numel` bf16 parameter elements up over the host link takes.
+double host_copy_ns(const pc::Scenario& s, std::int64_t numel) {
+  return static_cast<double>(numel * 2) / pc::host_to_device_bytes_per_s(s.cluster.hardware) * 1e9;
+}
+
+}  // namespace
+
+// World size 1 with zero.offload_param: DeepSpeed's no-gather handle copies each fetched
+// parameter from its pinned host shard into a new device tensor on the all-gather stream
+// (NoGatherCoalescedHandle.__init__, `ds_tensor.data.to(device, non_blocking=True)`), and its
+// first wait synchronises the host with that stream. The copies, their buffers and their time
+// all show.
+TEST(Simulation, OneGpuParameterOffloadCopiesEachFetchedParameterIntoItsOwnBuffer) {
+  const pc::Scenario s = one_gpu({});
+  const auto plain = simulate_traced(one_gpu({"zero.offload_param.device=none"}));
+  const auto offloaded = simulate_traced(s);
+  ASSERT_EQ(plain.result.status, pc::RunStatus::kOk) << plain.result.message;
+  ASSERT_EQ(offloaded.result.status, pc::RunStatus::kOk) << offloaded.result.message;
+  // tiny-llama has 3,548,416 parameters: embed_tokens and lm_head 4096 x 256 = 1,048,576 each;
+  // per layer q and o 65,536, k and v 32,768, gate/up/down 176,128 each, two norms of 256; the
+  // final norm 256. Persistent (numel <= 1000): the five norms.
+  ASSERT_EQ(s.model.total_numel(), 3'548'416);
+  const auto& plain_its = plain.result.metrics.iterations;
+  const auto& offloaded_its = offloaded.result.metrics.iterations;
+  ASSERT_EQ(plain_its.size(), offloaded_its.size());
+  for (std::size_t i = 0; i < offloaded_its.size(); ++i) {
+    SCOPED_TRACE("iteration " + std::to_string(i + 1));
+    // Peak gathered: the largest module's weight (embed_tokens or lm_head, 1,048,576 x 2 =
+    // 2,097,152 bytes), reached while lm_head runs. From the complete trace on (iteration 2),
+    // the persistent norms stay gathered beside it (5 x 256 x 2 = 2,560 bytes, re-gathered right
+    // after each optimizer step): 2,099,712 bytes; while recording (iteration 1) every module's
+    // parameters are released after it, norms included. Without offload each parameter is a
+    // view of its device shard: nothing is gathered.
+    const std::int64_t persistent_bytes = offloaded_its[i].trace_mode == pc::TraceMode::kComplete ? 2'560 : 0;
+    EXPECT_EQ(offloaded_its[i].peak_gathered_param_bytes, 2'097'152 + persistent_bytes);
+    EXPECT_EQ(plain_its[i].peak_gathered_param_bytes, 0);
+    // Peak allocated: the bf16 shards (3,548,416 x 2 = 7,096,832 bytes, one flat tensor) leave
+    // the device, and at the peak (around lm_head) its buffer and the resident norms above are
+    // held instead (every size a multiple of the allocator's 512-byte rounding): 4,999,680
+    // bytes less while recording, 4,997,120 from the complete trace on.
+    EXPECT_EQ(plain_its[i].peak_allocated_bytes - offloaded_its[i].peak_allocated_bytes,
+              7'096'832 - 2'097'152 - persistent_bytes);
+  }
+  // One copy per fetched parameter, on the all-gather stream, of its full bytes at the host
+  // link's rate (each rounded to a whole nanosecond).
+  EXPECT_TRUE(plain.host_copies.empty());
+  std::map<std::int32_t, std::int64_t> copy_ns, copies;  // per iteration
+  for (const auto& span : offloaded.host_copies) {
+    EXPECT_EQ(span.track, ps::Track::kAllGather);
+    copy_ns[span.iteration] += span.duration_ns;
+    ++copies[span.iteration];
+  }
+  for (const auto& it : offloaded_its) {
+    EXPECT_GT(copies[it.iteration], 0);
+    EXPECT_NEAR(static_cast<double>(copy_ns[it.iteration]), host_copy_ns(s, it.gathered_numel),
+                static_cast<double>(copies[it.iteration]))
+        << "iteration " << it.iteration;
+  }
+  EXPECT_GT(pc::summarize(offloaded.result.metrics, 1).steady_step_time_ns,
+            pc::summarize(plain.result.metrics, 1).steady_step_time_ns);
+  // Host-bound (free compute): the host waits for each copy in turn, so every copy adds to the
+  // step.
+  const auto host_bound_plain = simulate(one_gpu({"zero.offload_param.device=none", "cluster.calibration.compute_time_scale=0"}));
+  const auto host_bound = simulate(one_gpu({"cluster.calibration.compute_time_scale=0"}));
+  ASSERT_EQ(host_bound.status, pc::RunStatus::kOk) << host_bound.message;
+  for (std::size_t i = 0; i < host_bound.metrics.iterations.size(); ++i) {
+    const auto& it = host_bound.metrics.iterations[i];
+    EXPECT_GE(static_cast<double>(it.step_time_ns - host_bound_plain.metrics.iterations[i].step_time_ns),
+              host_copy_ns(s, it.gathered_numel))
+        << "iteration " << it.iteration;
+  }
+}
+
+// World size 1 without offload: the no-gather handle's `.to(device)` of a device tensor is a
+// no-op (no copy, no buffer); its wait still synchronises the host with the current stream. With
+// overlap_comm=false that stream is the compute stream, so the host can no longer queue the
+// next module's work ahead of the running one: compute idles for the host's hook and launch
+// time at every fetch. With the all-gather stream (overlap_comm=true) there is nothing to wait
+// for beyond the optimizer step.
+TEST(Simulation, OneGpuWithoutOffloadAddsOnlyTheNoGatherHostSynchronisation) {
+  const auto overlapped = simulate_traced(one_gpu({"zero.offload_param.device=none"}));
+  const pc::Scenario serial_scenario = one_gpu({"zero.offload_param.device=none", "zero.overlap_comm=false"});
+  const auto serial = simulate_traced(serial_scenario);
+  const std::int64_t launch_ns = serial_scenario.cluster.calibration.kernel_launch_ns;
+  ASSERT_EQ(overlapped.result.status, pc::RunStatus::kOk) << overlapped.result.message;
+  ASSERT_EQ(serial.result.status, pc::RunStatus::kOk) << serial.result.message;
+  EXPECT_TRUE(overlapped.host_copies.empty());
+  EXPECT_TRUE(serial.host_copies.empty());
+  const auto& a = overlapped.result.metrics.iterations;
+  const auto& b = serial.result.metrics.iterations;
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE("iteration " + std::to_string(i + 1));
+    EXPECT_EQ(a[i].peak_gathered_param_bytes, 0);
+    EXPECT_EQ(b[i].peak_gathered_param_bytes, 0);
+    EXPECT_EQ(a[i].peak_allocated_bytes, b[i].peak_allocated_bytes);
+    // Besides the reduce path's partition copies that overlap_comm=false moves onto the compute
+    // stream, each handle's first wait leaves compute idle for at least the launch of the
+    // module's next kernel (one handle per gather here). Without the synchronisation the host
+    // stays ahead and the two differ by little more than those copies.
+    EXPECT_GE((b[i].step_time_ns - a[i].step_time_ns) - (b[i].compute_ns - a[i].compute_ns),
+              b[i].all_gather_count * launch_ns);
+  }
+}
+
+// Both offloads: the 16-bit partitions live in host memory (stage3.py's
+// param_groups_fp16_flat_cpu_memory), so after CPU Adam nothing goes up to the device; with the
+// optimizer alone offloaded the updated shard does go up, once per optimizer step, on the
+// compute stream.
+TEST(Simulation, BothOffloadsCopyNothingUpAfterTheOptimizer) {
+  for (const bool params_too : {false, true}) {
+    SCOPED_TRACE(params_too ? "parameters and optimizer offloaded" : "optimizer offloaded");
+    std::vector<std::string> overrides{"zero.offload_optimizer.device=cpu",
+                                       params_too ? "zero.offload_param.device=cpu" : "zero.offload_param.device=none"};
+    for (const char* world : {"1", "2"}) {
+      SCOPED_TRACE(std::string("gpus_per_node ") + world);
+      overrides.push_back(std::string("cluster.gpus_per_node=") + world);
+      const auto run = simulate_traced(scenario("host/tiny-llama-offload-1gpu.yaml", overrides));
+      overrides.pop_back();
+      ASSERT_EQ(run.result.status, pc::RunStatus::kOk) << run.result.message;
+      int optimizer_steps = 0;
+      for (const auto& it : run.result.metrics.iterations) optimizer_steps += it.optimizer_step ? 1 : 0;
+      ASSERT_GT(optimizer_steps, 0);
+      const auto up_on_compute = std::count_if(run.host_copies.begin(), run.host_copies.end(),
+                                               [](const ps::TraceSpan& span) { return span.rank == 0 && span.track == ps::Track::kCompute; });
+      EXPECT_EQ(up_on_compute, params_too ? 0 : optimizer_steps);
+    }
+  }
 }
 
 namespace {
