@@ -975,16 +975,8 @@ void RankExecutor::optimizer_update() {
     // backward, so already complete); the update runs on the compute stream.
     std::optional<DeviceBuffer> updated_params;  // offloaded shards: Adam's 16-bit output, copied down
     if (offload_param_) updated_params = allocate(shard_numel_ * element_bytes_, compute_, "updated parameter shards");
-    AdamArgs adam;
-    adam.params = offload_param_ ? updated_params->span : shards_->span;
-    adam.grads = grad_partition_->span;
-    adam.master = master_->span;
-    adam.exp_avg = exp_avg_->span;
-    adam.exp_avg_sq = exp_avg_sq_->span;
-    adam.numel = shard_numel_;
-    adam.param_type = type_;
-    adam.step = optimizer_steps_;
-    device_.adam(compute_, adam);
+    device_.adam(compute_, adam_args(offload_param_ ? updated_params->span : shards_->span, grad_partition_->span,
+                                     master_->span, exp_avg_->span, exp_avg_sq_->span));
     if (updated_params) {
       // Later H2D copies of the shards run after this on the all-gather stream (it waits below).
       device_.copy_device_to_host(compute_, host_shards_.data(), updated_params->span);
@@ -1000,6 +992,21 @@ void RankExecutor::optimizer_update() {
   plan_note("optimizer_update");
 }
 
+// Adam over this rank's shard at the current step, wherever its states live.
+AdamArgs RankExecutor::adam_args(DeviceSpan params, DeviceSpan grads, DeviceSpan master, DeviceSpan exp_avg,
+                                 DeviceSpan exp_avg_sq) const {
+  AdamArgs adam;
+  adam.params = params;
+  adam.grads = grads;
+  adam.master = master;
+  adam.exp_avg = exp_avg;
+  adam.exp_avg_sq = exp_avg_sq;
+  adam.numel = shard_numel_;
+  adam.param_type = type_;
+  adam.step = optimizer_steps_;
+  return adam;
+}
+
 // zero.offload_optimizer: DeepSpeedCPUAdam over the host partition on this rank's thread (the
 // host is busy meanwhile, as in the simulator), then the updated 16-bit parameters go up to the
 // device shards on the compute stream — or, with the shards offloaded too, are written in place.
@@ -1012,17 +1019,12 @@ void RankExecutor::cpu_adam() {
     return DeviceSpan{reinterpret_cast<core::DeviceAddress>(host), static_cast<std::uint64_t>(bytes)};
   };
   std::vector<std::byte>& out = offload_param_ ? host_shards_ : host_updated_params_;
-  AdamArgs adam;
-  adam.params = host_span(out.data(), shard_numel_ * element_bytes_);
-  adam.grads = host_span(host_grad_partition_.data(), shard_numel_ * element_bytes_);
-  adam.master = host_span(host_master_.data(), shard_numel_ * 4);
-  adam.exp_avg = host_span(host_exp_avg_.data(), shard_numel_ * 4);
-  adam.exp_avg_sq = host_span(host_exp_avg_sq_.data(), shard_numel_ * 4);
-  adam.numel = shard_numel_;
-  adam.param_type = type_;
-  adam.step = optimizer_steps_;
   doing_ = "CPU Adam";
-  host::run_adam(adam);
+  host::run_adam(adam_args(host_span(out.data(), shard_numel_ * element_bytes_),
+                           host_span(host_grad_partition_.data(), shard_numel_ * element_bytes_),
+                           host_span(host_master_.data(), shard_numel_ * 4),
+                           host_span(host_exp_avg_.data(), shard_numel_ * 4),
+                           host_span(host_exp_avg_sq_.data(), shard_numel_ * 4)));
   if (!offload_param_) device_.copy_host_to_device(compute_, shards_->span, host_updated_params_.data());
 }
 

@@ -118,6 +118,8 @@ class RankExecutor final : public RankInspector {
   void execute_trace_check(const core::RankTraceCheck& check);
   void optimizer_update();
   void cpu_adam();
+  AdamArgs adam_args(DeviceSpan params, DeviceSpan grads, DeviceSpan master, DeviceSpan exp_avg,
+                     DeviceSpan exp_avg_sq) const;
   void gradients_ready(int module);
   void flush_reduce_bucket();
   void take_fetch_end_sample(Context& context);

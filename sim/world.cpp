@@ -200,7 +200,7 @@ core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
 
     buckets.push_back({iteration, rank->rank(), it.bucket_numel});
     if (with_samples) {
-      // Moved, not copied: each sample owns its named extra columns.
+      // Moved, not copied: each sample owns its vector of extra column values.
       auto rank_samples = rank->samples_of(iteration);
       samples.insert(samples.end(), std::make_move_iterator(rank_samples.begin()),
                      std::make_move_iterator(rank_samples.end()));
