@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sched.h>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -26,6 +27,15 @@
 
 namespace prefetchlab::apps {
 namespace {
+
+// CPUs this process may run on (its affinity mask: a container's or taskset's limit, not the
+// machine's whole count).
+int usable_cpu_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return 1;
+}
 
 // The bundled tiny model's width: every bundled model's GEMM shapes are scaled to it, so the
 // sweep covers their aspect ratios at sizes a CPU runs in seconds.
@@ -220,7 +230,7 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
               r.host_to_device_bytes_per_s / 1e9, r.device_to_host_bytes_per_s / 1e9);
   std::printf("# launch: kernel %.2f us, collective %.2f us (host enqueue)\n", r.kernel_launch_ns / 1e3,
               r.collective_launch_ns / 1e3);
-  const auto& ct = r.contention;
+  const auto& ct = r.contention;  // a GEMM per rank overlapped with an all-gather
   const double compute_factor = std::clamp(ct.gemm_overlapped_ns / ct.gemm_alone_ns - 1, 0.0, 10.0);
   const double collective_factor = std::clamp(ct.collective_overlapped_ns / ct.collective_alone_ns - 1, 0.0, 10.0);
   std::printf("# contention: GEMMs %.3f -> %.3f ms overlapped (+%.1f%%), all-gathers %.3f -> %.3f ms (+%.1f%%)\n",
@@ -251,8 +261,24 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   // microbenchmark isolates them (DeepSpeed's Python hooks cost far more).
   values["hook_overhead_us"] = fmt("%.6g", r.kernel_launch_ns / 1e3);
   values["collective_launch_us"] = fmt("%.6g", r.collective_launch_ns / 1e3);
-  values["contention_compute_factor"] = fmt("%.6g", compute_factor);
-  values["contention_collective_factor"] = fmt("%.6g", collective_factor);
+  if (*backend == gpu::Backend::kHost) {
+    // The host device's streams and collective parts are threads on this machine's cores, so
+    // its contention is processor sharing (sim/shared_cores.hpp), not a GPU's fixed factors.
+    // The microbenchmark above is the check: ranks GEMMs and ranks all-gather parts on `cores`.
+    const int cores = usable_cpu_cores();
+    const double predicted = std::max(1.0, 2.0 * o.ranks / cores) - 1;
+    std::printf("# contention model: shared_cores over %d CPU core(s); predicts +%.0f%% for both sides above\n", cores,
+                100 * predicted);
+    values["contention_model"] = "shared_cores";
+    values["shared_cores"] = std::to_string(cores);
+    if (root["calibration"]) {
+      root["calibration"].remove("contention_compute_factor");
+      root["calibration"].remove("contention_collective_factor");
+    }
+  } else {
+    values["contention_compute_factor"] = fmt("%.6g", compute_factor);
+    values["contention_collective_factor"] = fmt("%.6g", collective_factor);
+  }
   root["name"] = std::filesystem::path(o.output).stem().string();
   root["host_link"]["measured_host_to_device_gb_per_s"] = fmt("%.6g", r.host_to_device_bytes_per_s / 1e9);
   root["host_link"]["measured_device_to_host_gb_per_s"] = fmt("%.6g", r.device_to_host_bytes_per_s / 1e9);

@@ -155,6 +155,26 @@ CalibrationConstants read_calibration(const YamlSection& section,
       "collective_model", c.collective_model,
       {{"nccl_tuner", CalibrationConstants::CollectiveModel::kNcclTuner},
        {"ring", CalibrationConstants::CollectiveModel::kRing}});
+  c.contention_model = section.get_enum<CalibrationConstants::ContentionModel>(
+      "contention_model", c.contention_model,
+      {{"factors", CalibrationConstants::ContentionModel::kFactors},
+       {"shared_cores", CalibrationConstants::ContentionModel::kSharedCores}});
+  c.shared_cores = static_cast<int>(section.get_int("shared_cores", c.shared_cores, 1, 4096));
+  if (c.contention_model == CalibrationConstants::ContentionModel::kSharedCores) {
+    if (c.shared_cores < 1) {
+      section.fail("shared_cores", "missing: contention_model shared_cores needs the core count",
+                   "a number of CPU cores in [1, 4096], e.g. 2");
+    }
+    for (const char* factor : {"contention_compute_factor", "contention_collective_factor"}) {
+      if (section.has(factor)) {
+        section.fail(factor, "has no effect with contention_model: shared_cores",
+                     "no contention factor, or contention_model: factors");
+      }
+    }
+  } else if (section.has("shared_cores")) {
+    section.fail("shared_cores", "has no effect with contention_model: factors",
+                 "contention_model: shared_cores beside it, or no shared_cores");
+  }
   read_number(section, "host_overhead_scale", kScale, c.host_overhead_scale);
   c.cpu_adam_elements_per_s = section.get_double("cpu_adam_elements_per_s", c.cpu_adam_elements_per_s, 1, 1e15);
   read_override(section, "device_adam_elements_per_s", kElementRate, c.device_adam_elements_per_s,

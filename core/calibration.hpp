@@ -13,6 +13,7 @@
 //   allgather_bus_bandwidth_gb_per_s, reduce_scatter_bus_bandwidth_gb_per_s,
 //   all_reduce_bus_bandwidth_gb_per_s                                            (1e9 B/s)
 //   contention_compute_factor, contention_collective_factor                      (fractions)
+//   contention_model: factors | shared_cores, shared_cores (CPU cores per node),
 //   collective_model: nccl_tuner | ring,
 //   gemm_half_volume_mnk (M*N*K, elements^3),
 //   device_adam_elements_per_s (parameters per second; set by calibrate --backend)).
@@ -73,6 +74,15 @@ struct CalibrationConstants {
   // max 40%); 0.1, the low end of the notes' suggested 0.1-1.0 for the collective (estimate).
   double contention_compute_factor = 0.19;
   double contention_collective_factor = 0.1;
+  // How concurrent work on one device shares it. kFactors: the two factors above (a GPU, where
+  // NCCL's kernels take SMs and memory bandwidth from compute). kSharedCores: a CPU-backed device
+  // (the host-thread device, gpu_backend/host_device.hpp), where each stream's running kernel and
+  // each rank's part of a running collective is a thread on the `shared_cores` cores that all
+  // ranks of a node share: with n running on c cores, each runs at min(1, c / n) of its speed
+  // (processor sharing). The factors are not used then (setting one is an error).
+  enum class ContentionModel { kFactors, kSharedCores };
+  ContentionModel contention_model = ContentionModel::kFactors;
+  int shared_cores = 0;  // kSharedCores only; the loader requires >= 1 then
   // Multiplier on every host cost above: 0 = free host, 1 = as calibrated.
   double host_overhead_scale = 1.0;
   // CPU Adam throughput per rank with zero.offload_optimizer (DeepSpeed's DeepSpeedCPUAdam on

@@ -29,6 +29,9 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
       {"cpu_adam_elements_per_s", cal.cpu_adam_elements_per_s},
       {"contention_compute_factor", cal.contention_compute_factor},
       {"contention_collective_factor", cal.contention_collective_factor},
+      {"contention_model", cal.contention_model == CalibrationConstants::ContentionModel::kSharedCores ? "shared_cores"
+                                                                                                        : "factors"},
+      {"shared_cores", cal.shared_cores},
       {"kernel_launch_ns", cal.kernel_launch_ns},
       {"hook_overhead_ns", cal.hook_overhead_ns},
       {"collective_launch_ns", cal.collective_launch_ns}};

@@ -1,5 +1,6 @@
 #include "gpu_backend/host_device.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -71,13 +72,13 @@ EventId HostDevice::record(StreamId id) {
     events_.emplace_back();
   }
   stream(id).push("event record", [this, event] {
-    {
-      std::lock_guard lock(events_mutex_);
-      EventState& state = events_[static_cast<std::size_t>(event)];
-      state.time_ns = group_.now_ns();
-      state.done = true;
+    std::lock_guard lock(events_mutex_);
+    EventState& state = events_[static_cast<std::size_t>(event)];
+    state.time_ns = group_.now_ns();
+    state.done = true;
+    for (const EventWaiter& waiter : waiters_) {
+      if (waiter.event == event) waiter.wake->notify_one();
     }
-    event_done_.notify_all();
   });
   return event;
 }
@@ -87,10 +88,21 @@ void HostDevice::wait_for_event(EventId event) {
   if (event < 0 || static_cast<std::size_t>(event) >= events_.size()) {
     throw std::out_of_range("no event " + std::to_string(event) + " on rank " + std::to_string(rank_));
   }
+  if (events_[static_cast<std::size_t>(event)].done) return;
+  // A thread waits for one event at a time, so its own condition variable serves every device.
+  thread_local std::condition_variable wake;
+  waiters_.push_back({event, &wake});
+  const auto forget = [&] {
+    waiters_.erase(std::find_if(waiters_.begin(), waiters_.end(), [&](const EventWaiter& w) { return w.wake == &wake; }));
+  };
   while (!events_[static_cast<std::size_t>(event)].done) {
-    group_.failure_state().throw_if_failed();
-    event_done_.wait_for(lock, FailureState::kPollInterval);
+    if (group_.failure_state().failed()) {
+      forget();
+      group_.failure_state().throw_if_failed();
+    }
+    wake.wait_for(lock, FailureState::kPollInterval);
   }
+  forget();
 }
 
 void HostDevice::wait(StreamId id, EventId event) {

@@ -1,5 +1,6 @@
 #include "communicator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -57,11 +58,31 @@ void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
   }
   s.start_ns = engine_.now_ns();
   const TimeNs base_ns = cost_model_.duration_ns({reference.kind, reference.bytes, ranks_, nodes_});
+  // The communicator's FIFO: every rank's NCCL stream is inside the running collective, so the
+  // next one cannot have arrived everywhere yet.
+  if (running_.seq >= 0) throw std::logic_error("two collectives running on one communicator");
   const double stretch = listener_.on_collective_start(seq, reference);
-  engine_.schedule_after(static_cast<TimeNs>(std::llround(static_cast<double>(base_ns) * stretch)), *this, seq);
+  running_ = Running{seq, static_cast<double>(base_ns), 0.0, engine_.now_ns(), stretch, running_.generation + 1};
+  engine_.schedule_after(static_cast<TimeNs>(std::llround(static_cast<double>(base_ns) * stretch)), *this,
+                         seq * kGenerations + running_.generation % kGenerations);
 }
 
-void Communicator::on_event(std::int64_t seq) {
+void Communicator::set_slowdown(double slowdown) {
+  if (running_.seq < 0 || slowdown == running_.slowdown) return;
+  const TimeNs now = engine_.now_ns();
+  running_.done_work_ns += static_cast<double>(now - running_.progress_at_ns) / running_.slowdown;
+  running_.progress_at_ns = now;
+  running_.slowdown = slowdown;
+  ++running_.generation;
+  const double remaining = std::max(0.0, running_.work_ns - running_.done_work_ns);
+  engine_.schedule_after(static_cast<TimeNs>(std::ceil(remaining * slowdown - 1e-9)), *this,
+                         running_.seq * kGenerations + running_.generation % kGenerations);
+}
+
+void Communicator::on_event(std::int64_t tag) {
+  const std::int64_t seq = tag / kGenerations;
+  if (seq != running_.seq || tag % kGenerations != running_.generation % kGenerations) return;  // rescheduled
+  running_.seq = -1;
   Slot& s = slot(seq);
   listener_.on_collective_done(seq, call(0, seq), s.start_ns, engine_.now_ns());
   for (int r = 0; r < ranks_; ++r) arrived(seq, r)->collective_done();

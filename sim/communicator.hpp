@@ -62,11 +62,28 @@ class Communicator final : public EventHandler {
 
   void on_event(std::int64_t tag) override;
 
+  // The running collective runs `slowdown` times slower from now on (1 = its modelled time);
+  // its remaining work is rescheduled at the new speed. No-op when none runs.
+  void set_slowdown(double slowdown);
+
  private:
   struct Slot {
     int arrivals = 0;
     TimeNs start_ns = 0;
   };
+  // The collective in progress: modelled work, the part done (at full speed) as of
+  // `progress_at_ns`, its current slowdown, and a generation that tells a rescheduled
+  // completion from the superseded one (event tag = seq * kGenerations + generation).
+  struct Running {
+    std::int64_t seq = -1;
+    double work_ns = 0;
+    double done_work_ns = 0;
+    TimeNs progress_at_ns = 0;
+    double slowdown = 1.0;
+    std::int64_t generation = 0;
+  };
+  static constexpr std::int64_t kGenerations = 1 << 16;
+  void schedule_completion();
   Slot& slot(std::int64_t seq);
   // The stream each rank arrived on at collective `seq` (null until it arrives); one flat
   // array, `ranks_` entries per seq, so a collective allocates no list of its own.
@@ -83,6 +100,7 @@ class Communicator final : public EventHandler {
   std::vector<Slot> slots_;                          // by seq
   std::vector<Stream*> arrived_;                     // by seq, then rank
   std::optional<CollectiveMismatch> mismatch_;
+  Running running_;
 };
 
 }  // namespace prefetchlab::sim

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/shared_cores.hpp"
+
 namespace prefetchlab::sim {
 namespace {
 // Event tags: -1 wakes the stream; a non-negative tag is the generation of a kernel completion.
@@ -109,6 +111,7 @@ void Stream::on_event(std::int64_t tag) {
     queue_.pop_front();
     state_ = State::kReady;
     last_done_ns_ = engine_.now_ns();
+    if (cores_) cores_->kernel_finished(*this);
     observer_.on_kernel_done(*this, op, started_ns_, engine_.now_ns());
   } else {
     wake_scheduled_ = false;
@@ -138,6 +141,7 @@ void Stream::advance() {
     }
     switch (op.kind) {
       case OpKind::kKernel:
+        if (cores_) cores_->kernel_started(*this);  // sets slowdown_ for the node's new load
         state_ = State::kRunningKernel;
         started_ns_ = now;
         kernel_done_work_ns_ = 0;

@@ -33,6 +33,7 @@ struct StreamOp {
 };
 
 class Stream;
+class SharedCores;
 
 struct DeviceEvent {
   TimeNs signaled_ns = -1;
@@ -112,6 +113,9 @@ class Stream final : public EventHandler {
   // running kernel's remaining work is rescheduled at the new speed.
   void set_slowdown(double slowdown);
   bool running_kernel() const { return state_ == State::kRunningKernel; }
+  // Kernels on this stream share CPU cores with other work (contention_model: shared_cores):
+  // told when each kernel starts and finishes, `cores` sets this stream's slowdown.
+  void share_cores(SharedCores* cores) { cores_ = cores; }
 
   int rank() const { return rank_; }
   StreamKind kind() const { return kind_; }
@@ -145,6 +149,7 @@ class Stream final : public EventHandler {
   TimeNs last_done_ns_ = 0;
   bool wake_scheduled_ = false;
   std::uint64_t enqueued_ops_ = 0;
+  SharedCores* cores_ = nullptr;
 };
 
 }  // namespace prefetchlab::sim

@@ -65,6 +65,9 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   if (const auto slow = shared.scenario->noise.slow_ranks.find(rank); slow != shared.scenario->noise.slow_ranks.end()) {
     slow_factor_ = slow->second;
   }
+  if (shared.shared_cores) {
+    for (Stream* s : {&compute_, &all_gather_stream_, &reduce_scatter_stream_}) s->share_cores(shared.shared_cores);
+  }
   controller_ = core::make_prefetch_controller(shared.scenario->controller, core::controller_context(*shared.scenario, rank));
   param_block_.resize(shared.scenario->model.params.size());
   activation_block_.resize(shared.scenario->model.modules.size());

@@ -15,6 +15,7 @@
 #include "core/reduce_bucket.hpp"
 #include "core/scenario.hpp"
 #include "core/skipped_modules.hpp"
+#include "sim/shared_cores.hpp"
 #include "sim/communicator.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/device_stream.hpp"
@@ -86,6 +87,7 @@ struct SharedRankContext {
   const ComputeModel* compute = nullptr;
   LabelTable* labels = nullptr;
   TraceRecorder* trace = nullptr;
+  SharedCores* shared_cores = nullptr;  // contention_model: shared_cores (else contention factors)
   std::vector<TimeNs> forward_ns;   // per module, own work
   std::vector<TimeNs> backward_ns;  // per module, own work
   std::vector<std::int64_t> activation_bytes;  // per module, saved for backward

@@ -24,6 +24,12 @@ World::World(const core::Scenario& scenario, bool record_trace)
   const int world_size = static_cast<int>(scenario.cluster.world_size());
   communicator_ = std::make_unique<Communicator>(engine_, *cost_model_, world_size,
                                                  static_cast<int>(scenario.cluster.nodes), *this);
+  const auto& calibration = scenario.cluster.calibration;
+  if (calibration.contention_model == core::CalibrationConstants::ContentionModel::kSharedCores) {
+    shared_cores_ = std::make_unique<SharedCores>(calibration.shared_cores, world_size,
+                                                  static_cast<int>(scenario.cluster.gpus_per_node), *communicator_);
+    shared_.shared_cores = shared_cores_.get();
+  }
   const auto iterations = static_cast<std::int32_t>(scenario.training.iterations);
   ranks_done_.assign(static_cast<std::size_t>(iterations) + 1, 0);
   try {
@@ -44,6 +50,7 @@ World::~World() = default;
 // The data-parallel communicator runs one collective at a time, so "a collective is running on
 // this GPU" is exactly the span between these two calls, on every rank.
 double World::on_collective_start(std::int64_t, const CollectiveCall&) {
+  if (shared_cores_) return shared_cores_->collective_started();
   const auto& calibration = scenario_.cluster.calibration;
   bool computing = false;
   for (auto& rank : ranks_) {
@@ -54,8 +61,9 @@ double World::on_collective_start(std::int64_t, const CollectiveCall&) {
 }
 
 void World::on_collective_done(std::int64_t seq, const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns) {
+  if (shared_cores_) shared_cores_->collective_finished();
   for (auto& rank : ranks_) {
-    rank->compute_stream().set_slowdown(1.0);
+    if (!shared_cores_) rank->compute_stream().set_slowdown(1.0);
     rank->on_collective_done(call, start_ns, end_ns);
   }
   if (!trace_.enabled()) return;

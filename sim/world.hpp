@@ -19,6 +19,7 @@
 #include "sim/host_task.hpp"
 #include "sim/label_table.hpp"
 #include "sim/rank_process.hpp"
+#include "sim/shared_cores.hpp"
 #include "sim/trace_recorder.hpp"
 
 namespace prefetchlab::sim {
@@ -83,6 +84,7 @@ class World final : public EventHandler, public CollectiveListener {
   SharedRankContext shared_;
   std::unique_ptr<AgreementBoard> agreement_;
   std::unique_ptr<Communicator> communicator_;
+  std::unique_ptr<SharedCores> shared_cores_;  // contention_model: shared_cores only
   std::vector<std::unique_ptr<RankProcess>> ranks_;
   std::vector<int> ranks_done_;  // per iteration (1-based)
   std::int32_t finalized_ = 0;

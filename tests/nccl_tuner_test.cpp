@@ -4,6 +4,7 @@
 // The README's predicted-vs-published busBW table is regenerated here (README_TABLE below).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -435,6 +436,40 @@ TEST(ComputeModelShape, ReproducesTheH100MatmulSweep) {
   // Linear modules: N*K from the per-token FLOPs equals the weight's gemm_in x gemm_out.
   EXPECT_LT(m.gemm_shape_fraction(1e9), 0.3);
   EXPECT_GT(m.gemm_shape_fraction(1e12), 0.99);
+}
+
+TEST(Calibrate, SharedCoresContentionModel) {
+  TempDir dir("sharedcores");
+  const std::string base = read_text(kSourceDir / "hardware/h100-sxm-8x.yaml");
+  const auto good = dir.write("good.yaml", base + "calibration:\n  contention_model: shared_cores\n  shared_cores: 3\n");
+  const auto c = pc::load_hardware_profile(good).calibration;
+  EXPECT_EQ(c.contention_model, pc::CalibrationConstants::ContentionModel::kSharedCores);
+  EXPECT_EQ(c.shared_cores, 3);
+  EXPECT_EQ(pc::CalibrationConstants{}.contention_model, pc::CalibrationConstants::ContentionModel::kFactors);
+  // Each bad combination names the key and its line.
+  struct Bad {
+    std::string calibration, key;
+    int line;  // within the calibration section, 1 = its first key
+  };
+  const Bad bads[] = {
+      {"  contention_model: shared_cores\n", "shared_cores", 0},  // missing: the section's line
+      {"  contention_model: shared_cores\n  shared_cores: 0\n", "shared_cores", 2},
+      {"  contention_model: shared_cores\n  shared_cores: 2\n  contention_compute_factor: 0.2\n",
+       "contention_compute_factor", 3},
+      {"  shared_cores: 2\n", "shared_cores", 1},
+      {"  contention_model: cores\n", "contention_model", 1},
+  };
+  const int section_line = static_cast<int>(std::count(base.begin(), base.end(), '\n')) + 1;
+  for (const Bad& bad : bads) {
+    const auto file = dir.write("bad.yaml", base + "calibration:\n" + bad.calibration);
+    try {
+      pc::load_hardware_profile(file);
+      ADD_FAILURE() << "accepted:\n" << bad.calibration;
+    } catch (const pc::InputError& e) {
+      EXPECT_EQ(e.key(), "calibration." + bad.key) << bad.calibration << e.what();
+      EXPECT_EQ(e.where().line, section_line + bad.line) << bad.calibration << e.what();
+    }
+  }
 }
 
 TEST(Calibrate, NewCalibrationKeysAndABaseWithItsOwnSection) {

@@ -168,6 +168,29 @@ TEST(Simulation, ContentionSlowsOverlappedComputeAndIsOffAtZero) {
       << "compute time must not depend on overlap when contention is off";
 }
 
+TEST(Simulation, SharedCoresContention) {
+  // The host scenario (2 ranks on one node) under processor sharing: with a core per piece of
+  // work nothing slows, exactly as with the contention factors at 0; fewer cores, slower steps.
+  const std::vector<std::string> off = {"cluster.calibration.contention_compute_factor=0",
+                                        "cluster.calibration.contention_collective_factor=0"};
+  const auto step = [](const std::vector<std::string>& overrides) {
+    return pc::summarize(simulate(scenario("host/tiny-llama-host.yaml", overrides)).metrics, 1).steady_step_time_ns;
+  };
+  const auto cores = [](int n) {
+    return std::vector<std::string>{"cluster.calibration.contention_model=shared_cores",
+                                    "cluster.calibration.shared_cores=" + std::to_string(n)};
+  };
+  const std::int64_t free_ns = step(off);
+  EXPECT_EQ(step(cores(64)), free_ns);
+  const std::int64_t two = step(cores(2)), one = step(cores(1));
+  EXPECT_GT(two, free_ns);
+  EXPECT_GT(one, two);
+  // One core runs the whole node's work one piece at a time: at least both ranks' compute.
+  const auto one_core = simulate(scenario("host/tiny-llama-host.yaml", cores(1)));
+  const auto free_run = simulate(scenario("host/tiny-llama-host.yaml", off));
+  EXPECT_GE(one_core.metrics.iterations.back().step_time_ns, 2 * free_run.metrics.iterations.back().compute_ns);
+}
+
 TEST(Simulation, PeakReservedMemoryGrowsWithTheStaticBucket) {
   // Llama-2-13B on 8x A100: bigger prefetch buckets keep more gathered parameters (and, while a
   // coalesced bucket is copied out, twice its size) alive at once.
