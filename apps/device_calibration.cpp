@@ -271,6 +271,10 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
                 100 * predicted);
     values["contention_model"] = "shared_cores";
     values["shared_cores"] = std::to_string(cores);
+    // What the overlapped all-gather lost beyond its fair share: the barrier (gang) penalty.
+    const double penalty = std::clamp((1 + collective_factor) / (1 + predicted) - 1, 0.0, 10.0);
+    values["shared_cores_collective_penalty"] = fmt("%.6g", penalty);
+    std::printf("# all-gathers beyond their share: +%.0f%% (shared_cores_collective_penalty)\n", 100 * penalty);
     if (root["calibration"]) {
       root["calibration"].remove("contention_compute_factor");
       root["calibration"].remove("contention_collective_factor");

@@ -160,6 +160,7 @@ CalibrationConstants read_calibration(const YamlSection& section,
       {{"factors", CalibrationConstants::ContentionModel::kFactors},
        {"shared_cores", CalibrationConstants::ContentionModel::kSharedCores}});
   c.shared_cores = static_cast<int>(section.get_int("shared_cores", c.shared_cores, 1, 4096));
+  read_number(section, "shared_cores_collective_penalty", kContention, c.shared_cores_collective_penalty);
   if (c.contention_model == CalibrationConstants::ContentionModel::kSharedCores) {
     if (c.shared_cores < 1) {
       section.fail("shared_cores", "missing: contention_model shared_cores needs the core count",
@@ -171,9 +172,13 @@ CalibrationConstants read_calibration(const YamlSection& section,
                      "no contention factor, or contention_model: factors");
       }
     }
-  } else if (section.has("shared_cores")) {
-    section.fail("shared_cores", "has no effect with contention_model: factors",
-                 "contention_model: shared_cores beside it, or no shared_cores");
+  } else {
+    for (const char* key : {"shared_cores", "shared_cores_collective_penalty"}) {
+      if (section.has(key)) {
+        section.fail(key, "has no effect with contention_model: factors",
+                     "contention_model: shared_cores beside it, or no " + std::string(key));
+      }
+    }
   }
   read_number(section, "host_overhead_scale", kScale, c.host_overhead_scale);
   c.cpu_adam_elements_per_s = section.get_double("cpu_adam_elements_per_s", c.cpu_adam_elements_per_s, 1, 1e15);

@@ -14,6 +14,7 @@
 //   all_reduce_bus_bandwidth_gb_per_s                                            (1e9 B/s)
 //   contention_compute_factor, contention_collective_factor                      (fractions)
 //   contention_model: factors | shared_cores, shared_cores (CPU cores per node),
+//   shared_cores_collective_penalty (fraction),
 //   collective_model: nccl_tuner | ring,
 //   gemm_half_volume_mnk (M*N*K, elements^3),
 //   device_adam_elements_per_s (parameters per second; set by calibrate --backend)).
@@ -83,6 +84,11 @@ struct CalibrationConstants {
   enum class ContentionModel { kFactors, kSharedCores };
   ContentionModel contention_model = ContentionModel::kFactors;
   int shared_cores = 0;  // kSharedCores only; the loader requires >= 1 then
+  // kSharedCores: a collective's extra stretch while its node has more work than cores. Its
+  // ranks' parts meet at barriers, so each must wait until all of them hold a core at once
+  // (gang scheduling), which fair time-slicing grants less often than its share. Calibrated
+  // from the overlapped all-gather microbenchmark; 0 = plain processor sharing.
+  double shared_cores_collective_penalty = 0;
   // Multiplier on every host cost above: 0 = free host, 1 = as calibrated.
   double host_overhead_scale = 1.0;
   // CPU Adam throughput per rank with zero.offload_optimizer (DeepSpeed's DeepSpeedCPUAdam on

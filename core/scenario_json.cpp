@@ -32,6 +32,7 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
       {"contention_model", cal.contention_model == CalibrationConstants::ContentionModel::kSharedCores ? "shared_cores"
                                                                                                         : "factors"},
       {"shared_cores", cal.shared_cores},
+      {"shared_cores_collective_penalty", cal.shared_cores_collective_penalty},
       {"kernel_launch_ns", cal.kernel_launch_ns},
       {"hook_overhead_ns", cal.hook_overhead_ns},
       {"collective_launch_ns", cal.collective_launch_ns}};

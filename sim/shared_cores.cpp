@@ -8,8 +8,9 @@
 
 namespace prefetchlab::sim {
 
-SharedCores::SharedCores(int cores, int ranks, int ranks_per_node, Communicator& communicator)
-    : cores_(cores), ranks_per_node_(ranks_per_node), communicator_(communicator) {
+SharedCores::SharedCores(int cores, int ranks, int ranks_per_node, double collective_penalty,
+                         Communicator& communicator)
+    : cores_(cores), ranks_per_node_(ranks_per_node), collective_penalty_(collective_penalty), communicator_(communicator) {
   if (cores < 1 || ranks < 1 || ranks_per_node < 1) throw std::invalid_argument("SharedCores: counts must be >= 1");
   nodes_.resize(static_cast<std::size_t>((ranks + ranks_per_node - 1) / ranks_per_node));
 }
@@ -27,7 +28,7 @@ double SharedCores::collective_slowdown() const {
   for (const Node& node : nodes_) {
     if (node.collective_parts > 0) worst = std::max(worst, slowdown(node));
   }
-  return worst;
+  return worst > 1.0 ? worst * (1.0 + collective_penalty_) : worst;
 }
 
 // Every running kernel of the node, and the running collective (if it has parts here), at the

@@ -18,7 +18,9 @@ class Stream;
 class SharedCores {
  public:
   // `ranks_per_node` consecutive ranks form a node.
-  SharedCores(int cores, int ranks, int ranks_per_node, Communicator& communicator);
+  // `collective_penalty`: a collective's extra stretch while its node is oversubscribed
+  // (calibration shared_cores_collective_penalty).
+  SharedCores(int cores, int ranks, int ranks_per_node, double collective_penalty, Communicator& communicator);
 
   // A stream of its rank starts (before it schedules the completion) / finished a kernel.
   void kernel_started(Stream& stream);
@@ -41,6 +43,7 @@ class SharedCores {
 
   double cores_;
   int ranks_per_node_;
+  double collective_penalty_;
   int collectives_running_ = 0;
   std::vector<Node> nodes_;
   Communicator& communicator_;

@@ -27,7 +27,8 @@ World::World(const core::Scenario& scenario, bool record_trace)
   const auto& calibration = scenario.cluster.calibration;
   if (calibration.contention_model == core::CalibrationConstants::ContentionModel::kSharedCores) {
     shared_cores_ = std::make_unique<SharedCores>(calibration.shared_cores, world_size,
-                                                  static_cast<int>(scenario.cluster.gpus_per_node), *communicator_);
+                                                  static_cast<int>(scenario.cluster.gpus_per_node),
+                                                  calibration.shared_cores_collective_penalty, *communicator_);
     shared_.shared_cores = shared_cores_.get();
   }
   const auto iterations = static_cast<std::int32_t>(scenario.training.iterations);

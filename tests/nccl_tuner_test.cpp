@@ -458,6 +458,7 @@ TEST(Calibrate, SharedCoresContentionModel) {
        "contention_compute_factor", 3},
       {"  shared_cores: 2\n", "shared_cores", 1},
       {"  contention_model: cores\n", "contention_model", 1},
+      {"  shared_cores_collective_penalty: 0.5\n", "shared_cores_collective_penalty", 1},
   };
   const int section_line = static_cast<int>(std::count(base.begin(), base.end(), '\n')) + 1;
   for (const Bad& bad : bads) {

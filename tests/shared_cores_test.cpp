@@ -29,10 +29,10 @@ class FixedCost final : public CollectiveCostModel {
 
 class Harness final : public StreamObserver, public CollectiveListener {
  public:
-  Harness(int cores, int ranks, int ranks_per_node, TimeNs collective_ns)
+  Harness(int cores, int ranks, int ranks_per_node, TimeNs collective_ns, double collective_penalty = 0)
       : cost_(collective_ns),
         communicator_(engine_, cost_, ranks, ranks / ranks_per_node, *this),
-        cores_(cores, ranks, ranks_per_node, communicator_) {
+        cores_(cores, ranks, ranks_per_node, collective_penalty, communicator_) {
     for (int r = 0; r < ranks; ++r) {
       events_.push_back(std::make_unique<EventTable>(engine_, resumer_));
       auto& table = *events_.back();
@@ -125,6 +125,20 @@ TEST(SharedCores, ACollectiveTakesOneCorePerRank) {
   EXPECT_EQ(h.done_ns[1], 200);
   EXPECT_EQ(h.done_ns[2], 200);
   EXPECT_EQ(h.collective_done_ns[0], 500);
+}
+
+TEST(SharedCores, ACollectivePaysItsPenaltyOnlyWhileOversubscribed) {
+  // As above with penalty 0.5: while 4 pieces share 2 cores the collective runs at 1/3 speed
+  // (2 x 1.5), so by 200 ns it has done 200 / 3 ns; the remaining 400 - 200/3 = 333.3 ns run at
+  // full speed once the kernels are gone: it ends at ceil(533.3) = 534 ns.
+  Harness h(2, 2, 2, 400, 0.5);
+  h.kernel(*h.compute_[0], 100, 1);
+  h.kernel(*h.compute_[1], 100, 2);
+  h.collective(0);
+  h.collective(1);
+  h.engine_.run();
+  EXPECT_EQ(h.done_ns[1], 200);
+  EXPECT_EQ(h.collective_done_ns[0], 534);
 }
 
 TEST(SharedCores, NodesDoNotShareCores) {
