@@ -3,8 +3,7 @@
 #   ./setup.sh          install what is missing, configure and build (Release)
 #   ./setup.sh test     the same, then run the whole test suite
 # CUDA and NCCL are used when present (the CUDA backend is built then) and never installed.
-# Environment: CI=true turns warnings into errors; BUILD_DIR (default build); JOBS; PGO=0 skips
-# the profile-guided build (faster to build, ~10-15% slower simulations).
+# Environment: CI=true turns warnings into errors; BUILD_DIR (default build); JOBS.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -47,39 +46,11 @@ if ((${#missing[@]})); then
 fi
 
 build_dir=${BUILD_DIR:-build}
-jobs=${JOBS:-$(nproc)}
 werror=OFF
 [[ ${CI:-} == true ]] && werror=ON
-configure=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DPREFETCHLAB_WERROR="$werror")
-
-# Profile-guided optimisation (PGO=0 skips it): an instrumented build of the CLI in
-# $build_dir/pgo-generate simulates every scenario bundled directly in scenarios/, and the real
-# build compiles with that profile. Training reruns only when the instrumented CLI changed.
-pgo=(-DPREFETCHLAB_PGO=OFF)
-if [[ ${PGO:-1} != 0 ]] && c++ --version 2>/dev/null | grep -q 'Free Software Foundation'; then
-  mkdir -p "$build_dir"
-  profile_dir=$(cd "$build_dir" && pwd)/pgo-profile
-  generate_dir=$build_dir/pgo-generate
-  cmake -S . -B "$generate_dir" "${configure[@]}" -DPREFETCHLAB_TESTS=OFF -DPREFETCHLAB_BENCH=OFF \
-    -DPREFETCHLAB_PGO=GENERATE -DPREFETCHLAB_PGO_DIR="$profile_dir" >/dev/null
-  cmake --build "$generate_dir" -j "$jobs" --target prefetchlab
-  stamp=$profile_dir/trained.stamp
-  if [[ ! -e $stamp || $generate_dir/apps/prefetchlab -nt $stamp ]]; then
-    echo "setup.sh: training the profile-guided build on scenarios/*.yaml"
-    rm -rf "$profile_dir" && mkdir -p "$profile_dir"
-    scratch=$(mktemp -d)
-    for scenario in scenarios/*.yaml; do
-      "$generate_dir/apps/prefetchlab" run "$scenario" -o "$scratch/$(basename "$scenario" .yaml)" >/dev/null
-    done
-    rm -rf "$scratch"
-    touch "$stamp"
-  fi
-  pgo=(-DPREFETCHLAB_PGO=USE -DPREFETCHLAB_PGO_DIR="$profile_dir")
-fi
-
-cmake -S . -B "$build_dir" "${configure[@]}" "${pgo[@]}" >/dev/null
-cmake --build "$build_dir" -j "$jobs"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPREFETCHLAB_WERROR="$werror" >/dev/null
+cmake --build "$build_dir" -j "${JOBS:-$(nproc)}"
 
 if [[ ${1:-} == test ]]; then
-  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
+  ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-$(nproc)}"
 fi

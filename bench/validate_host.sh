@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Median step-time error of the bundled host scenario beside the measurement's own spread:
-# calibrate the host-thread device (microbenchmarks only), then validate
-# scenarios/host/tiny-llama-host.yaml against the simulator N times (each validate runs the
-# real side --repeats times). Prints one line per round and the medians.
+# Median step-time error of the bundled host scenario beside the measurement's own spread.
+# Each round is what a user does: calibrate the host-thread device (microbenchmarks only), then
+# validate scenarios/host/tiny-llama-host.yaml against the simulator with that profile (the
+# real side runs --repeats times). A round calibrates afresh because a shared CPU's speed drifts
+# within minutes: a profile measured once and reused for every round would fold that drift into
+# the error. Prints one line per round and the medians.
 #   bench/validate_host.sh [BUILD_DIR] [ROUNDS] [RANKS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +18,9 @@ trap 'rm -rf "$work"' EXIT
 
 # 9 repetitions per microbenchmark (CI's calibrate runs 3): each figure is their median, and on a
 # shared CPU fewer let one calibration's simulated step swing by tens of percent.
-"$cli" calibrate --backend host --ranks "$ranks" --iterations 9 -o "$work/host.yaml" > "$work/calibrate.log"
 errors=() spreads=()
 for ((i = 1; i <= rounds; i++)); do
+  "$cli" calibrate --backend host --ranks "$ranks" --iterations 9 -o "$work/host.yaml" > "$work/calibrate$i.log"
   "$cli" validate scenarios/host/tiny-llama-host.yaml --backend host --hardware "$work/host.yaml" \
     --set cluster.gpus_per_node="$ranks" --repeats 3 -o "$work/v$i" > "$work/v$i.log"
   line=$(grep '^step_time_ns,' "$work/v$i/validate_summary.csv")
