@@ -82,24 +82,22 @@ class Harness final : public StreamObserver, public CollectiveListener {
   std::map<std::int64_t, TimeNs> collective_done_ns;
 };
 
-TEST(SharedCores, TwoKernelsOnOneCoreShareIt) {
-  // Both start at 0 at half speed: the 100 ns kernel ends at 200 ns, having let the 300 ns one
-  // do 100 ns of work; its remaining 200 ns run alone, ending at 400 ns (work is conserved).
-  Harness h(/*cores=*/1, /*ranks=*/1, /*ranks_per_node=*/1, 0);
-  h.kernel(*h.compute_[0], 100, 1);
-  h.kernel(*h.copy_[0], 300, 2);
-  h.engine_.run();
-  EXPECT_EQ(h.done_ns[1], 200);
-  EXPECT_EQ(h.done_ns[2], 400);
-}
-
-TEST(SharedCores, AsManyCoresAsKernelsRunAtFullSpeed) {
-  Harness h(2, 1, 1, 0);
-  h.kernel(*h.compute_[0], 100, 1);
-  h.kernel(*h.copy_[0], 300, 2);
-  h.engine_.run();
-  EXPECT_EQ(h.done_ns[1], 100);
-  EXPECT_EQ(h.done_ns[2], 300);
+TEST(SharedCores, TwoKernelsShareOneCoreAndNotTwo) {
+  // One core: both start at 0 at half speed; the 100 ns kernel ends at 200 ns, having let the
+  // 300 ns one do 100 ns of work, whose remaining 200 ns run alone until 400 ns (work is
+  // conserved). Two cores: each kernel has one and runs at full speed.
+  struct Case {
+    int cores;
+    TimeNs short_end_ns, long_end_ns;
+  };
+  for (const Case c : {Case{1, 200, 400}, Case{2, 100, 300}}) {
+    Harness h(c.cores, /*ranks=*/1, /*ranks_per_node=*/1, 0);
+    h.kernel(*h.compute_[0], 100, 1);
+    h.kernel(*h.copy_[0], 300, 2);
+    h.engine_.run();
+    EXPECT_EQ(h.done_ns[1], c.short_end_ns) << c.cores << " core(s)";
+    EXPECT_EQ(h.done_ns[2], c.long_end_ns) << c.cores << " core(s)";
+  }
 }
 
 TEST(SharedCores, KernelsQueuedOnOneStreamDoNotCompete) {
@@ -112,33 +110,27 @@ TEST(SharedCores, KernelsQueuedOnOneStreamDoNotCompete) {
   EXPECT_EQ(h.done_ns[2], 150);
 }
 
-TEST(SharedCores, ACollectiveTakesOneCorePerRank) {
+TEST(SharedCores, ACollectiveTakesOneCorePerRankAndPaysItsPenaltyOnlyWhileOversubscribed) {
   // 2 ranks on one node with 2 cores: the collective's two parts plus both compute kernels are
   // 4 pieces on 2 cores, all at half speed: the 100 ns kernels end at 200 ns, when the 400 ns
   // collective has done 100 ns; its other 300 ns run at full speed (2 parts on 2 cores): 500 ns.
-  Harness h(2, 2, 2, 400);
-  h.kernel(*h.compute_[0], 100, 1);
-  h.kernel(*h.compute_[1], 100, 2);
-  h.collective(0);
-  h.collective(1);
-  h.engine_.run();
-  EXPECT_EQ(h.done_ns[1], 200);
-  EXPECT_EQ(h.done_ns[2], 200);
-  EXPECT_EQ(h.collective_done_ns[0], 500);
-}
-
-TEST(SharedCores, ACollectivePaysItsPenaltyOnlyWhileOversubscribed) {
-  // As above with penalty 0.5: while 4 pieces share 2 cores the collective runs at 1/3 speed
-  // (2 x 1.5), so by 200 ns it has done 200 / 3 ns; the remaining 400 - 200/3 = 333.3 ns run at
-  // full speed once the kernels are gone: it ends at ceil(533.3) = 534 ns.
-  Harness h(2, 2, 2, 400, 0.5);
-  h.kernel(*h.compute_[0], 100, 1);
-  h.kernel(*h.compute_[1], 100, 2);
-  h.collective(0);
-  h.collective(1);
-  h.engine_.run();
-  EXPECT_EQ(h.done_ns[1], 200);
-  EXPECT_EQ(h.collective_done_ns[0], 534);
+  // With penalty 0.5 it runs at 1/3 speed (2 x 1.5) while oversubscribed, so by 200 ns it has
+  // done 200/3 ns; the remaining 333.3 ns at full speed end at ceil(533.3) = 534 ns.
+  struct Case {
+    double penalty;
+    TimeNs collective_end_ns;
+  };
+  for (const Case c : {Case{0, 500}, Case{0.5, 534}}) {
+    Harness h(2, 2, 2, 400, c.penalty);
+    h.kernel(*h.compute_[0], 100, 1);
+    h.kernel(*h.compute_[1], 100, 2);
+    h.collective(0);
+    h.collective(1);
+    h.engine_.run();
+    EXPECT_EQ(h.done_ns[1], 200) << "penalty " << c.penalty;
+    EXPECT_EQ(h.done_ns[2], 200) << "penalty " << c.penalty;
+    EXPECT_EQ(h.collective_done_ns[0], c.collective_end_ns) << "penalty " << c.penalty;
+  }
 }
 
 TEST(SharedCores, NodesDoNotShareCores) {
