@@ -83,7 +83,6 @@ class Communicator final : public EventHandler {
     std::int64_t generation = 0;
   };
   static constexpr std::int64_t kGenerations = 1 << 16;
-  void schedule_completion();
   Slot& slot(std::int64_t seq);
   // The stream each rank arrived on at collective `seq` (null until it arrives); one flat
   // array, `ranks_` entries per seq, so a collective allocates no list of its own.

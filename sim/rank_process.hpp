@@ -15,13 +15,13 @@
 #include "core/reduce_bucket.hpp"
 #include "core/scenario.hpp"
 #include "core/skipped_modules.hpp"
-#include "sim/shared_cores.hpp"
 #include "sim/communicator.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/device_stream.hpp"
 #include "sim/host_task.hpp"
 #include "sim/label_table.hpp"
 #include "sim/rank_memory.hpp"
+#include "sim/shared_cores.hpp"
 #include "sim/trace_recorder.hpp"
 
 namespace prefetchlab::sim {
