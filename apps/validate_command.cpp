@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "real_trace.hpp"
 #include "core/csv_row_writer.hpp"
 #include "core/input_error.hpp"
 #include "core/metrics.hpp"
@@ -20,6 +21,7 @@
 #include "core/trace_mode.hpp"
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/executor.hpp"
+#include "sim/trace_json.hpp"
 #include "sim/world.hpp"
 
 namespace prefetchlab::apps {
@@ -144,7 +146,7 @@ int validate(const ValidateOptions& o) {
   });
   const gpu::ExecutorResult& real = runs[order[order.size() / 2]];
 
-  sim::World world(scenario, false);
+  sim::World world(scenario, /*record_trace=*/true);
   const sim::WorldResult simulated = world.run();
   if (simulated.status != core::RunStatus::kOk) {
     std::cerr << "error: the simulation of " << scenario.name << " ended " << core::run_status_name(simulated.status)
@@ -161,6 +163,9 @@ int validate(const ValidateOptions& o) {
     core::IterationsCsv iterations(dir / "iterations.csv");
     for (const auto& record : real.metrics.iterations) iterations.append(record);
   }
+  // Both timelines, to open side by side (same tracks where they correspond).
+  write_real_trace_json(dir / "real_trace.json", scenario, real);
+  sim::write_trace_json(dir / "simulated_trace.json", world);
   {
     std::vector<std::string> header{"iteration", "trace_mode"};
     for (const auto& m : kMetrics) {
@@ -212,8 +217,8 @@ int validate(const ValidateOptions& o) {
   bool same_trajectory = real_stats[0].bucket_trajectory_numel == sim_stats.bucket_trajectory_numel;
   std::cout << "(* of the real step time)\nbucket trajectory: "
             << (same_trajectory ? "identical to the simulator's" : "differs from the simulator's") << "\n"
-            << "outputs in: " << dir.string() << " (validate.csv, validate_summary.csv, and the real run's samples.csv, "
-               "buckets.csv, iterations.csv)\n";
+            << "outputs in: " << dir.string() << " (validate.csv, validate_summary.csv, the real run's samples.csv, "
+               "buckets.csv, iterations.csv, and both timelines: real_trace.json, simulated_trace.json)\n";
   return kExitOk;
 }
 

@@ -51,6 +51,21 @@ ExecutorGeometry geometry_of(const core::Scenario& scenario) {
   return g;
 }
 
+void append_timeline(RankExecutor& rank, const RankIteration& it, std::vector<TimelineSpan>& out) {
+  using Kind = TimelineSpan::Kind;
+  auto add = [&](Kind kind, EventId from, EventId to, int module, core::Phase phase) {
+    out.push_back({kind, rank.rank(), it.iteration, module, phase, rank.event_ns(from), rank.event_ns(to)});
+  };
+  for (const auto& span : it.compute_spans) {
+    add(span.phase == core::Phase::kForward ? Kind::kForward : Kind::kBackward, span.from, span.to, span.module,
+        span.phase);
+  }
+  for (const auto& fetch : it.fetches) add(Kind::kFetch, fetch.start_event, fetch.end_event, fetch.module, fetch.phase);
+  for (const auto& [from, to] : it.all_gather_spans) add(Kind::kAllGather, from, to, -1, core::Phase::kForward);
+  for (const auto& [from, to] : it.reduce_scatter_spans) add(Kind::kReduceScatter, from, to, -1, core::Phase::kBackward);
+  for (const auto& [from, to] : it.all_reduce_spans) add(Kind::kAllReduce, from, to, -1, core::Phase::kForward);
+}
+
 // The Metrics aggregation rule (core/metrics.hpp): the maximum over ranks.
 core::IterationRecord combine(std::vector<std::unique_ptr<RankExecutor>>& ranks, std::size_t index) {
   core::IterationRecord record;
@@ -63,6 +78,8 @@ core::IterationRecord combine(std::vector<std::unique_ptr<RankExecutor>>& ranks,
       for (const auto& [a, b] : spans) total += t(b) - t(a);
       return total;
     };
+    std::int64_t compute_ns = 0;
+    for (const auto& span : it.compute_spans) compute_ns += t(span.to) - t(span.from);
     std::int64_t stall[2] = {0, 0};
     for (const auto& fetch : it.fetches) stall[static_cast<int>(fetch.phase)] += t(fetch.end_event) - t(fetch.start_event);
     const std::int64_t start = t(it.start_event);
@@ -82,7 +99,7 @@ core::IterationRecord combine(std::vector<std::unique_ptr<RankExecutor>>& ranks,
                      .forward_end_ns = forward_end,
                      .backward_end_ns = backward_end,
                      .end_ns = end,
-                     .compute_ns = sum_spans(it.compute_spans),
+                     .compute_ns = compute_ns,
                      .forward_stall_ns = stall[0],
                      .backward_stall_ns = stall[1],
                      .exposed_comm_ns = exposed,
@@ -194,6 +211,7 @@ ExecutorResult Executor::run() {
   }
   for (std::size_t i = 0; i < static_cast<std::size_t>(iterations); ++i) {
     result.metrics.iterations.push_back(combine(ranks, i));
+    for (auto& rank : ranks) append_timeline(*rank, rank->iterations()[i], result.timeline);
     for (auto& rank : ranks) {
       const RankIteration& it = rank->iterations()[i];
       const auto samples = rank->samples_of(it);

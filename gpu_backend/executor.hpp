@@ -62,12 +62,27 @@ struct ExecutorGeometry {
   std::int64_t workspace_numel = 0;
 };
 
+// One span of the real run on a rank's device, timed by its device events (ns from the rank's
+// start event): a module's own kernels (forward or backward), a fetch's window on the compute
+// stream (the fetch hook up to compute's wait for the all-gather stream: the stall sample), or
+// a collective on the communication stream.
+struct TimelineSpan {
+  enum class Kind { kForward, kBackward, kFetch, kAllGather, kReduceScatter, kAllReduce };
+  Kind kind = Kind::kForward;
+  int rank = 0;
+  int iteration = 0;
+  int module = -1;  // kForward, kBackward, kFetch
+  core::Phase phase = core::Phase::kForward;  // kFetch
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
 struct ExecutorResult {
   core::RunStatus status = core::RunStatus::kOk;
   std::string message;
   std::optional<RankFailure> failure;
   core::Metrics metrics;                      // finished iterations
   std::vector<CallLogEntry> call_log;         // all ranks, each rank's entries in order
+  std::vector<TimelineSpan> timeline;         // finished iterations, rank by rank
   std::vector<std::vector<std::string>> plan_log;  // per rank, with record_plans
 };
 

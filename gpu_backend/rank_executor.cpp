@@ -159,12 +159,17 @@ void RankExecutor::note_memory() {
 // A collective as ProcessGroupNCCL issues it: the communication stream first waits for the
 // issuing stream's work so far (the copy-in), runs the collective in issue order, then marks
 // completion with an event the user stream can wait on.
-EventId RankExecutor::issue_collective(StreamId user_stream, const std::function<void()>& launch, bool all_gather_kind) {
+EventId RankExecutor::issue_collective(StreamId user_stream, const std::function<void()>& launch, CollectiveKind kind) {
   device_.wait(comm_, device_.record(user_stream));
   const EventId before = device_.record(comm_);
   launch();
   const EventId done = device_.record(comm_);
-  if (current_) (all_gather_kind ? current_->all_gather_spans : current_->reduce_scatter_spans).emplace_back(before, done);
+  if (current_) {
+    auto& spans = kind == CollectiveKind::kAllGather       ? current_->all_gather_spans
+                  : kind == CollectiveKind::kReduceScatter ? current_->reduce_scatter_spans
+                                                           : current_->all_reduce_spans;
+    spans.emplace_back(before, done);
+  }
   return done;
 }
 
@@ -368,7 +373,7 @@ std::vector<double> RankExecutor::agree_on_device(const std::vector<double>& val
   std::memcpy(agreement_host_.data(), values.data(), agreement_host_.size());
   const DeviceBuffer buffer = allocate(bytes, compute_, "an agreement buffer");
   device_.copy_host_to_device(compute_, buffer.span, agreement_host_.data());
-  const EventId done = issue_collective(compute_, [&] { device_.all_reduce(comm_, buffer.span, ElementType::kFP64, op); }, false);
+  const EventId done = issue_collective(compute_, [&] { device_.all_reduce(comm_, buffer.span, ElementType::kFP64, op); }, CollectiveKind::kAllReduce);
   device_.wait(compute_, done);
   device_.copy_device_to_host(compute_, agreement_host_.data(), buffer.span);
   std::int64_t blocked = 0;
@@ -387,6 +392,7 @@ void RankExecutor::fetch_hook(int module, core::Phase phase) {
   doing_module_ = module;
   RankIteration::Fetch fetch;
   fetch.phase = phase;
+  fetch.module = module;
   fetch.start_event = device_.record(compute_);
   fetch.host_start_ns = host_now_ns();
   current_->fetches.push_back(fetch);
@@ -508,7 +514,7 @@ void RankExecutor::module_forward_work(int module) {
   // lookups, the loss) as one read-and-write pass.
   const std::int64_t bytes = spec.forward_bytes.at(scenario_.training.micro_batch, scenario_.training.seq_len);
   memory_pass(std::max<std::int64_t>(0, bytes - gemm_bytes) / (2 * element_bytes_), 1);
-  current_->compute_spans.emplace_back(before, device_.record(compute_));
+  current_->compute_spans.push_back({before, device_.record(compute_), module, core::Phase::kForward});
 }
 
 void RankExecutor::module_backward_work(int module) {
@@ -572,7 +578,7 @@ void RankExecutor::module_backward_work(int module) {
   attention_gemms(module, 2);
   const std::int64_t bytes = 2 * spec.forward_bytes.at(scenario_.training.micro_batch, scenario_.training.seq_len);
   memory_pass(std::max<std::int64_t>(0, bytes - gemm_bytes) / (2 * element_bytes_), 1);
-  current_->compute_spans.emplace_back(before, device_.record(compute_));
+  current_->compute_spans.push_back({before, device_.record(compute_), module, core::Phase::kBackward});
 }
 
 // The s^2 part of a module's FLOPs (the attention core: QK^T and AV) as GEMMs of the same FLOP
@@ -712,7 +718,7 @@ void RankExecutor::flush_reduce_bucket() {
     reduced = allocate(slot_numel * element_bytes_, reduce_, "a reduce-scatter output");
     const EventId done = issue_collective(reduce_, [&] {
       device_.reduce_scatter(comm_, flat.span, reduced->span, type_, ReduceOp::kSum);
-    }, false);
+    }, CollectiveKind::kReduceScatter);
     device_.wait(reduce_, done);
     ++current_->reduce_scatter_count;
     mine = reduced->span;
@@ -847,7 +853,7 @@ void RankExecutor::execute_gather(const core::Gather& gather, Context& context) 
     }
   }
   (void)context;
-  memory.done = issue_collective(all_gather_, [&] { device_.all_gather(comm_, my_slot, memory.flat->span, type_); }, true);
+  memory.done = issue_collective(all_gather_, [&] { device_.all_gather(comm_, my_slot, memory.flat->span, type_); }, CollectiveKind::kAllGather);
 }
 
 void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {

@@ -31,14 +31,21 @@ struct RankIteration {
           iteration_end_event = -1;
   struct Fetch {
     core::Phase phase = core::Phase::kForward;
+    int module = -1;
     EventId start_event = -1, end_event = -1;
     std::int64_t host_start_ns = 0, host_end_ns = 0;
     std::int64_t peak_reserved_bytes = 0;
   };
   std::vector<Fetch> fetches;
-  std::vector<std::pair<EventId, EventId>> compute_spans;       // module kernels, compute stream
+  struct ComputeSpan {  // one module's own kernels in one phase, compute stream
+    EventId from = -1, to = -1;
+    int module = -1;
+    core::Phase phase = core::Phase::kForward;
+  };
+  std::vector<ComputeSpan> compute_spans;
   std::vector<std::pair<EventId, EventId>> all_gather_spans;     // on the communication stream
   std::vector<std::pair<EventId, EventId>> reduce_scatter_spans;
+  std::vector<std::pair<EventId, EventId>> all_reduce_spans;     // agreements, trace checks
   std::int64_t all_gather_count = 0, reduce_scatter_count = 0, gathered_numel = 0;
   std::int64_t peak_gathered_bytes = 0, peak_allocated_bytes = 0, peak_reserved_bytes = 0;
   std::int64_t host_comm_blocked_ns = 0;  // host blocked on trace checks, agreement, re-gather
@@ -140,7 +147,8 @@ class RankExecutor final : public RankInspector {
   DeviceBuffer allocate(std::int64_t bytes, StreamId stream, const char* what);
   void free_after(const DeviceBuffer& buffer, StreamId used_on);
   void free(const DeviceBuffer& buffer);
-  EventId issue_collective(StreamId user_stream, const std::function<void()>& launch, bool all_gather_kind);
+  enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce };
+  EventId issue_collective(StreamId user_stream, const std::function<void()>& launch, CollectiveKind kind);
   void host_sync(EventId event, SyncTag tag, std::int64_t* blocked_ns = nullptr);
   std::int64_t host_now_ns() const;
   void note_memory();

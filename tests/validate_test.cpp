@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_runner.hpp"
+#include "sim/trace_validation.hpp"
 
 using prefetchlab::testing::run_cli;
 using prefetchlab::testing::TempDir;
@@ -40,6 +43,58 @@ std::vector<std::vector<std::string>> csv_rows(const std::filesystem::path& p) {
     rows.push_back(cells);
   }
   return rows;
+}
+
+// real_trace.json and simulated_trace.json are well-formed Chrome traces, and the real one
+// is the run whose metrics validate wrote: per rank and iteration its module-kernel spans add up
+// to the iteration's compute time (the maximum over ranks, reached by some rank), and it has
+// every all-gather and reduce-scatter the iterations counted.
+void check_timelines(const std::filesystem::path& out, int ranks) {
+  for (const char* name : {"real_trace.json", "simulated_trace.json"}) {
+    const auto trace = nlohmann::json::parse(slurp(out / name));
+    EXPECT_EQ(prefetchlab::sim::validate_chrome_trace(trace), std::vector<std::string>{}) << name;
+  }
+  const auto trace = nlohmann::json::parse(slurp(out / "real_trace.json"));
+  std::map<std::pair<int, int>, std::int64_t> compute_ns;  // (rank, iteration)
+  std::map<std::pair<int, std::string>, int> collectives;  // (rank, name)
+  int fetches = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"];
+    const int rank = e["pid"];
+    if (name.rfind("fwd ", 0) == 0 || name.rfind("bwd ", 0) == 0) {
+      compute_ns[std::make_pair(rank, e["args"]["iteration"].get<int>())] += std::llround(e["dur"].get<double>() * 1000);
+    } else if (name.rfind("fetch ", 0) == 0) {
+      ++fetches;
+    } else {
+      ++collectives[std::make_pair(rank, name)];
+    }
+  }
+  EXPECT_GT(fetches, 0);
+  const auto iterations = csv_rows(out / "iterations.csv");
+  ASSERT_EQ(iterations[0][8], "compute_ns");
+  ASSERT_EQ(iterations[0][14], "all_gather_count");
+  ASSERT_EQ(iterations[0][15], "reduce_scatter_count");
+  int all_gathers = 0, reduce_scatters = 0;
+  for (std::size_t i = 1; i < iterations.size(); ++i) {
+    const int iteration = std::stoi(iterations[i][0]);
+    const std::int64_t metric = std::stoll(iterations[i][8]);
+    std::int64_t most = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const std::int64_t traced = compute_ns[std::make_pair(r, iteration)];
+      EXPECT_LE(traced, metric + 3) << "rank " << r << " iteration " << iteration;  // ns rounding per span
+      most = std::max(most, traced);
+    }
+    EXPECT_NEAR(static_cast<double>(most), static_cast<double>(metric), 300) << "iteration " << iteration;
+    all_gathers += std::stoi(iterations[i][14]);
+    reduce_scatters += std::stoi(iterations[i][15]);
+  }
+  // One rank launches no collective (DeepSpeed's no-gather handle), though it counts gathers.
+  if (ranks == 1) all_gathers = reduce_scatters = 0;
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ((collectives[{r, "all_gather"}]), all_gathers) << "rank " << r;
+    EXPECT_EQ((collectives[{r, "reduce_scatter"}]), reduce_scatters) << "rank " << r;
+  }
 }
 
 void calibrate_then_validate(int ranks, const std::string& scenario = kScenario) {
@@ -88,6 +143,7 @@ void calibrate_then_validate(int ranks, const std::string& scenario = kScenario)
   EXPECT_EQ(per_iteration[0][3], "simulated_step_time_ns");
   EXPECT_EQ(csv_rows(out / "buckets.csv").size(), 1u + 4u * static_cast<unsigned>(ranks));
   EXPECT_GT(csv_rows(out / "samples.csv").size(), 1u);
+  check_timelines(out, ranks);
 }
 
 }  // namespace
