@@ -1,5 +1,6 @@
 #include "device_calibration.hpp"
 
+#include <sched.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -7,7 +8,6 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <sched.h>
 #include <memory>
 #include <set>
 #include <sstream>

@@ -40,8 +40,7 @@ void write_real_trace_json(const std::filesystem::path& path, const core::Scenar
     std::string name = kind_name(span.kind);
     int tid = kCommunication;
     if (span.kind == Kind::kForward || span.kind == Kind::kBackward || span.kind == Kind::kFetch) {
-      const std::string& module = scenario.model.modules[static_cast<std::size_t>(span.module)].name;
-      name += " " + (module.empty() ? std::string("(root)") : module);
+      name += " " + scenario.model.modules[static_cast<std::size_t>(span.module)].display_name();
       args["module"] = span.module;
       tid = span.kind == Kind::kFetch ? kFetch : kCompute;
       if (span.kind == Kind::kFetch) args["phase"] = span.phase == core::Phase::kForward ? "forward" : "backward";

@@ -43,6 +43,8 @@ struct ParamSpec {
 
 struct ModuleSpec {
   std::string name;        // fully qualified; the root is ""
+  // The name to show people (traces, errors): "(root)" for the root's empty name.
+  std::string display_name() const { return name.empty() ? std::string("(root)") : name; }
   std::string class_name;  // HF class, e.g. "LlamaDecoderLayer"
   int depth = 0;           // root = 0
   int parent = -1;         // index into ModelSpec::modules; -1 for the root

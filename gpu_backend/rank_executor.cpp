@@ -19,8 +19,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 std::string module_name(const core::ModelSpec& model, int module) {
   if (module < 0) return "(none)";
-  const std::string& name = model.modules[static_cast<std::size_t>(module)].name;
-  return name.empty() ? std::string("(root)") : name;
+  return model.modules[static_cast<std::size_t>(module)].display_name();
 }
 
 }  // namespace

@@ -100,10 +100,10 @@ std::optional<core::BlockHandle> RankProcess::allocate(std::int64_t bytes, const
   }
   const core::OutOfMemory& oom = *memory_->oom();
   const std::string name = module < 0 ? std::string("(model states)")
-                                      : shared_.scenario->model.modules[static_cast<std::size_t>(module)].name;
+                                      : shared_.scenario->model.modules[static_cast<std::size_t>(module)].display_name();
   out_of_memory_ = "out of memory on rank " + std::to_string(rank_) + " in iteration " +
                    std::to_string(current_ ? current_->iteration : 0) + ", module " +
-                   (name.empty() ? std::string("(root)") : name) + ", allocating " + what + ": requested " +
+                   name + ", allocating " + what + ": requested " +
                    std::to_string(oom.requested_bytes) + " bytes, allocated " + std::to_string(oom.allocated_bytes) +
                    ", reserved " + std::to_string(oom.reserved_bytes) + ", device capacity " +
                    std::to_string(oom.device_capacity_bytes);

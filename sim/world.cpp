@@ -98,7 +98,7 @@ void World::build_shared_context() {
     shared_.forward_ns.push_back(compute_->module_forward_ns(module, b, s));
     shared_.backward_ns.push_back(compute_->module_backward_ns(module, b, s));
     shared_.activation_bytes.push_back(module.activation_bytes.at(b, s));
-    const std::string name = module.name.empty() ? "(root)" : module.name;
+    const std::string name = module.display_name();
     shared_.forward_label.push_back(labels_.intern("fwd " + name));
     shared_.backward_label.push_back(labels_.intern("bwd " + name));
   }
