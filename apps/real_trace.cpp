@@ -9,7 +9,7 @@ namespace prefetchlab::apps {
 namespace {
 
 // One track per kind of span; each holds spans that cannot overlap (one stream, in order).
-enum Track { kCompute = 0, kFetch = 1, kCommunication = 2 };
+enum Track { kCompute = 0, kFetch = 1, kCommunication = 2, kReduce = 3 };
 
 const char* kind_name(gpu::TimelineSpan::Kind kind) {
   switch (kind) {
@@ -19,6 +19,8 @@ const char* kind_name(gpu::TimelineSpan::Kind kind) {
     case gpu::TimelineSpan::Kind::kAllGather: return "all_gather";
     case gpu::TimelineSpan::Kind::kReduceScatter: return "reduce_scatter";
     case gpu::TimelineSpan::Kind::kAllReduce: return "all_reduce";
+    case gpu::TimelineSpan::Kind::kGradientWork: return "gradient copies";
+    case gpu::TimelineSpan::Kind::kOptimizer: return "optimizer step";
   }
   return "?";
 }
@@ -33,12 +35,13 @@ void write_real_trace_json(const std::filesystem::path& path, const core::Scenar
     writer.name_thread(r, kCompute, "compute stream (module kernels)");
     writer.name_thread(r, kFetch, "compute stream (fetch windows)");
     writer.name_thread(r, kCommunication, "communication stream");
+    writer.name_thread(r, kReduce, "reduce stream (gradient copies)");
   }
   using Kind = gpu::TimelineSpan::Kind;
   for (const gpu::TimelineSpan& span : run.timeline) {
     nlohmann::ordered_json args = {{"iteration", span.iteration}};
     std::string name = kind_name(span.kind);
-    int tid = kCommunication;
+    int tid = span.kind == Kind::kGradientWork ? kReduce : span.kind == Kind::kOptimizer ? kCompute : kCommunication;
     if (span.kind == Kind::kForward || span.kind == Kind::kBackward || span.kind == Kind::kFetch) {
       name += " " + scenario.model.modules[static_cast<std::size_t>(span.module)].display_name();
       args["module"] = span.module;

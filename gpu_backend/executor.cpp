@@ -64,6 +64,8 @@ void append_timeline(RankExecutor& rank, const RankIteration& it, std::vector<Ti
   for (const auto& [from, to] : it.all_gather_spans) add(Kind::kAllGather, from, to, -1, core::Phase::kForward);
   for (const auto& [from, to] : it.reduce_scatter_spans) add(Kind::kReduceScatter, from, to, -1, core::Phase::kBackward);
   for (const auto& [from, to] : it.all_reduce_spans) add(Kind::kAllReduce, from, to, -1, core::Phase::kForward);
+  for (const auto& [from, to] : it.gradient_work_spans) add(Kind::kGradientWork, from, to, -1, core::Phase::kBackward);
+  for (const auto& [from, to] : it.optimizer_spans) add(Kind::kOptimizer, from, to, -1, core::Phase::kBackward);
 }
 
 // The Metrics aggregation rule (core/metrics.hpp): the maximum over ranks.

@@ -67,7 +67,9 @@ struct ExecutorGeometry {
 // stream (the fetch hook up to compute's wait for the all-gather stream: the stall sample), or
 // a collective on the communication stream.
 struct TimelineSpan {
-  enum class Kind { kForward, kBackward, kFetch, kAllGather, kReduceScatter, kAllReduce };
+  // kGradientWork: the reduce stream's own kernels (bucket copies, interleave and divide,
+  // partition adds); kOptimizer: the step (Adam, the partition cleared) on the compute stream.
+  enum class Kind { kForward, kBackward, kFetch, kAllGather, kReduceScatter, kAllReduce, kGradientWork, kOptimizer };
   Kind kind = Kind::kForward;
   int rank = 0;
   int iteration = 0;

@@ -265,7 +265,7 @@ void RankExecutor::upload_initial_state() {
 void RankExecutor::run() {
   allocate_model_states();
   upload_initial_state();
-  base_event_ = device_.record(compute_);
+  align_clocks();
   iterations_.reserve(static_cast<std::size_t>(iterations_count_));
   for (int i = 1; i <= iterations_count_; ++i) run_iteration(i);
   current_ = nullptr;
@@ -273,6 +273,20 @@ void RankExecutor::run() {
   doing_module_ = -1;
   for (const StreamId s : {all_gather_stream_, reduce_stream_, comm_}) device_.wait(compute_, device_.record(s));
   host_sync(device_.record(compute_), SyncTag::kRunEnd);
+}
+
+// Device events of different ranks share no clock (on CUDA not even a device), so every rank's
+// times count from the end of one all-reduce, which no rank leaves before all have entered:
+// iteration 1 then starts together on every rank and the real trace's ranks line up (to the
+// collective's exit skew, microseconds) instead of each starting when its own set-up ended.
+void RankExecutor::align_clocks() {
+  const DeviceBuffer buffer = allocate(sizeof(double), compute_, "the clock-alignment buffer");
+  device_.zero(compute_, buffer.span);
+  device_.wait(comm_, device_.record(compute_));
+  device_.all_reduce(comm_, buffer.span, ElementType::kFP64, ReduceOp::kMax);
+  device_.wait(compute_, device_.record(comm_));
+  base_event_ = device_.record(compute_);
+  free_after(buffer, comm_);
 }
 
 // --- the iteration ---
@@ -648,9 +662,11 @@ void RankExecutor::gradients_ready(int module) {
     in_ipg_[pi] = scenario_.zero.contiguous_gradients && bucket_.numel() + numel <= scenario_.zero.reduce_bucket_numel;
     if (in_ipg_[pi]) {
       bucket_offset_numel_[pi] = bucket_.numel();
+      const EventId copy_start = device_.record(reduce_);
       device_.copy_device_to_device(reduce_, ipg_->span.sub(static_cast<std::uint64_t>(bucket_.numel() * element_bytes_),
                                                             static_cast<std::uint64_t>(numel * element_bytes_)),
                                     grad.span.sub(0, static_cast<std::uint64_t>(numel * element_bytes_)));
+      current_->gradient_work_spans.emplace_back(copy_start, device_.record(reduce_));
       free_after(grad, reduce_);
     } else {
       bucket_offset_numel_[pi] = static_cast<std::int64_t>(grads_in_bucket_.size());
@@ -687,41 +703,53 @@ void RankExecutor::flush_reduce_bucket() {
     }
     return grads_in_bucket_[static_cast<std::size_t>(bucket_offset_numel_[pi])].span.sub(0, bytes);
   };
-  const DeviceBuffer flat = allocate(padded_numel * element_bytes_, reduce_, "a reduce-scatter bucket");
-  device_.zero(reduce_, flat.span);
-  for (std::size_t i = 0; i < params.size(); ++i) {
+  const EventId prepare_start = device_.record(reduce_);
+  // A single gradient that divides evenly is reduced where it lies (its chunks are already
+  // contiguous): reduce_scatter_coalesced skips the interleaving copy then (research §2).
+  const bool interleave = !(params.size() == 1 && padded_numel == model_.params[static_cast<std::size_t>(params[0])].numel);
+  std::optional<DeviceBuffer> flat;
+  DeviceSpan flat_span = source_of(params[0]);
+  if (interleave) {
+    flat = allocate(padded_numel * element_bytes_, reduce_, "a reduce-scatter bucket");
+    flat_span = flat->span;
+  }
+  auto bytes_of = [&](std::int64_t numel) { return static_cast<std::uint64_t>(numel * element_bytes_); };
+  for (std::size_t i = 0; interleave && i < params.size(); ++i) {
     const auto pi = static_cast<std::size_t>(params[i]);
     const std::int64_t numel = model_.params[pi].numel;
     const std::int64_t part = partition_numel_[pi];
     const DeviceSpan source = source_of(params[i]);
     for (int q = 0; q < world_size_; ++q) {
       const std::int64_t begin = q * part;
-      const std::int64_t length = std::min(part, numel - begin);
-      if (length <= 0) continue;
-      device_.copy_device_to_device(
-          reduce_, flat.span.sub(static_cast<std::uint64_t>((q * slot_numel + slot_offset[i]) * element_bytes_), static_cast<std::uint64_t>(length * element_bytes_)),
-          source.sub(static_cast<std::uint64_t>(begin * element_bytes_), static_cast<std::uint64_t>(length * element_bytes_)));
+      const std::int64_t length = std::clamp<std::int64_t>(numel - begin, 0, part);
+      const DeviceSpan chunk = flat_span.sub(bytes_of(q * slot_numel + slot_offset[i]), bytes_of(part));
+      if (length > 0) device_.copy_device_to_device(reduce_, chunk.sub(0, bytes_of(length)), source.sub(bytes_of(begin), bytes_of(length)));
+      // DeepSpeed pads with uninitialised memory (the padded tail of the output is dropped);
+      // zeros here keep the run deterministic at the cost of the padding alone.
+      if (length < part) device_.zero(reduce_, chunk.sub(bytes_of(length), bytes_of(part - length)));
     }
   }
   ElementwiseArgs divide;
   divide.op = ElementwiseOp::kScale;
   divide.numel = padded_numel;
-  divide.a = flat.span;
-  divide.dst = flat.span;
+  divide.a = flat_span;
+  divide.dst = flat_span;
   divide.alpha = 1.0f / static_cast<float>(world_size_);
   divide.type = type_;
   device_.elementwise(reduce_, divide);
+  current_->gradient_work_spans.emplace_back(prepare_start, device_.record(reduce_));
   std::optional<DeviceBuffer> reduced;
-  DeviceSpan mine = flat.span.sub(0, static_cast<std::uint64_t>(slot_numel * element_bytes_));
+  DeviceSpan mine = flat_span.sub(0, static_cast<std::uint64_t>(slot_numel * element_bytes_));
   if (world_size_ > 1) {
     reduced = allocate(slot_numel * element_bytes_, reduce_, "a reduce-scatter output");
     const EventId done = issue_collective(reduce_, [&] {
-      device_.reduce_scatter(comm_, flat.span, reduced->span, type_, ReduceOp::kSum);
+      device_.reduce_scatter(comm_, flat_span, reduced->span, type_, ReduceOp::kSum);
     }, CollectiveKind::kReduceScatter);
     device_.wait(reduce_, done);
     ++current_->reduce_scatter_count;
     mine = reduced->span;
   }
+  const EventId add_start = device_.record(reduce_);
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto pi = static_cast<std::size_t>(params[i]);
     ElementwiseArgs add;
@@ -740,7 +768,8 @@ void RankExecutor::flush_reduce_bucket() {
     }
   }
   reduce_events_.push_back(device_.record(reduce_));
-  free_after(flat, comm_);
+  current_->gradient_work_spans.emplace_back(add_start, reduce_events_.back());
+  if (flat) free_after(*flat, comm_);
   if (reduced) free_after(*reduced, comm_);
   for (const DeviceBuffer& grad : grads_in_bucket_) free_after(grad, reduce_);
   grads_in_bucket_.clear();
@@ -973,6 +1002,7 @@ void RankExecutor::execute_trace_check(const core::RankTraceCheck& check) {
 // partition starts over.
 void RankExecutor::optimizer_update() {
   ++optimizer_steps_;
+  const EventId step_start = device_.record(compute_);
   if (offload_optimizer_) {
     cpu_adam();
   } else {
@@ -992,6 +1022,7 @@ void RankExecutor::optimizer_update() {
   // The updated shards are what the next all-gathers copy in, and the reduce stream adds into
   // the cleared partition: neither may run ahead of the update.
   const EventId updated = device_.record(compute_);
+  current_->optimizer_spans.emplace_back(step_start, updated);
   device_.wait(all_gather_, updated);
   device_.wait(reduce_, updated);
   plan_note("optimizer_update");

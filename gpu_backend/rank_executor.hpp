@@ -46,6 +46,8 @@ struct RankIteration {
   std::vector<std::pair<EventId, EventId>> all_gather_spans;     // on the communication stream
   std::vector<std::pair<EventId, EventId>> reduce_scatter_spans;
   std::vector<std::pair<EventId, EventId>> all_reduce_spans;     // agreements, trace checks
+  std::vector<std::pair<EventId, EventId>> gradient_work_spans;  // reduce stream's copies and passes
+  std::vector<std::pair<EventId, EventId>> optimizer_spans;      // compute stream
   std::int64_t all_gather_count = 0, reduce_scatter_count = 0, gathered_numel = 0;
   std::int64_t peak_gathered_bytes = 0, peak_allocated_bytes = 0, peak_reserved_bytes = 0;
   std::int64_t host_comm_blocked_ns = 0;  // host blocked on trace checks, agreement, re-gather
@@ -113,6 +115,7 @@ class RankExecutor final : public RankInspector {
   // Setup and the iteration's host program.
   void allocate_model_states();
   void upload_initial_state();
+  void align_clocks();
   void run_iteration(int iteration);
   void update_controller(int iteration);
   void fetch_hook(int module, core::Phase phase);
