@@ -148,10 +148,27 @@ std::vector<NcclTestsTableRow> table_rows(const std::vector<gpu::CollectiveTimin
   return rows;
 }
 
+// Out-of-place and in-place move the same bytes; on a busy CPU one of the two often catches a
+// time slice lost to another process, so each size takes the faster (nccl-tests prints both).
+double best_time_us(const gpu::CollectiveTiming& t) {
+  return t.in_place_us > 0 ? std::min(t.out_of_place_us, t.in_place_us) : t.out_of_place_us;
+}
+
 core::CollectiveFit fit(const std::vector<gpu::CollectiveTiming>& timings, int ranks, double tolerance) {
   std::vector<core::FitPoint> points;
-  for (const auto& t : timings) points.push_back({t.bytes, t.out_of_place_us});
+  for (const auto& t : timings) points.push_back({t.bytes, best_time_us(t)});
   return core::fit_collective(points, static_cast<double>(ranks - 1) / ranks, tolerance);
+}
+
+// Bus bandwidth from the profile's two ends when the largest sizes alone gave no positive slope
+// (noise on a loaded host with few repetitions): (n-1)/n x (size range) / (time range).
+double end_to_end_bus_bandwidth_gb_per_s(const std::vector<gpu::CollectiveTiming>& timings, int ranks) {
+  if (timings.size() < 2) return 0;
+  const auto& [small, large] = std::minmax_element(timings.begin(), timings.end(),
+                                                   [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  const double dt_us = best_time_us(*large) - best_time_us(*small);
+  if (dt_us <= 0) return 0;
+  return static_cast<double>(ranks - 1) / ranks * static_cast<double>(large->bytes - small->bytes) / (dt_us * 1e3);
 }
 
 }  // namespace
@@ -193,17 +210,24 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
       std::printf("#\n# %s_perf (measured on the %s device)\n", core::nccl_tests_op_name(op), o.backend.c_str());
       print_nccl_tests_table(op, o.ranks, "bfloat16", table_rows(*timings));
       const core::CollectiveFit f = fit(*timings, o.ranks, o.tolerance);
-      std::printf("# fit: latency %.2f us, busBW %.3f GB/s\n", f.latency_us(), f.bus_bandwidth_gb_per_s());
-      if (f.bus_bandwidth_gb_per_s() <= 0) {
+      double bus_bandwidth_gb_per_s = f.bus_bandwidth_gb_per_s();
+      std::printf("# fit: latency %.2f us, busBW %.3f GB/s\n", f.latency_us(), bus_bandwidth_gb_per_s);
+      if (bus_bandwidth_gb_per_s <= 0) {
+        bus_bandwidth_gb_per_s = end_to_end_bus_bandwidth_gb_per_s(*timings, o.ranks);
+        std::printf("# the largest sizes' times did not grow with size (a busy machine?); busBW from the smallest "
+                    "and largest sizes: %.3f GB/s\n", bus_bandwidth_gb_per_s);
+      }
+      if (bus_bandwidth_gb_per_s <= 0) {
         throw std::runtime_error(std::string(core::nccl_tests_op_name(op)) +
-                                 ": the largest sizes' times did not grow with size; no bus bandwidth can be fitted");
+                                 ": times did not grow with size at all, so no bus bandwidth can be fitted; the "
+                                 "machine was too busy to measure: calibrate again, with more --iterations");
       }
       const char* key = op == core::NcclTestsOp::kAllGather ? "allgather_bus_bandwidth_gb_per_s"
                                                              : "reduce_scatter_bus_bandwidth_gb_per_s";
-      values[key] = fmt("%.6g", f.bus_bandwidth_gb_per_s());
+      values[key] = fmt("%.6g", bus_bandwidth_gb_per_s);
       if (op == core::NcclTestsOp::kAllGather) values["collective_latency_us"] = fmt("%.6g", std::max(0.0, f.latency_us()));
       notes << "#   " << core::nccl_tests_op_name(op) << ": latency " << fmt("%.2f", f.latency_us()) << " us, busBW "
-            << fmt("%.3f", f.bus_bandwidth_gb_per_s()) << " GB/s\n";
+            << fmt("%.3f", bus_bandwidth_gb_per_s) << " GB/s\n";
     }
     values["collective_model"] = "ring";  // the measured figures, not NCCL's tuner tables
   } else {

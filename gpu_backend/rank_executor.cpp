@@ -738,16 +738,15 @@ void RankExecutor::flush_reduce_bucket() {
   divide.type = type_;
   device_.elementwise(reduce_, divide);
   current_->gradient_work_spans.emplace_back(prepare_start, device_.record(reduce_));
-  std::optional<DeviceBuffer> reduced;
-  DeviceSpan mine = flat_span.sub(0, static_cast<std::uint64_t>(slot_numel * element_bytes_));
+  // In place, as reduce_scatter_coalesced runs it: the output is this rank's own chunk of the
+  // flat buffer, so no second buffer is allocated.
+  DeviceSpan mine = flat_span.sub(bytes_of(rank_ * slot_numel), bytes_of(slot_numel));
   if (world_size_ > 1) {
-    reduced = allocate(slot_numel * element_bytes_, reduce_, "a reduce-scatter output");
     const EventId done = issue_collective(reduce_, [&] {
-      device_.reduce_scatter(comm_, flat_span, reduced->span, type_, ReduceOp::kSum);
+      device_.reduce_scatter(comm_, flat_span, mine, type_, ReduceOp::kSum);
     }, CollectiveKind::kReduceScatter);
     device_.wait(reduce_, done);
     ++current_->reduce_scatter_count;
-    mine = reduced->span;
   }
   const EventId add_start = device_.record(reduce_);
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -770,7 +769,6 @@ void RankExecutor::flush_reduce_bucket() {
   reduce_events_.push_back(device_.record(reduce_));
   current_->gradient_work_spans.emplace_back(add_start, reduce_events_.back());
   if (flat) free_after(*flat, comm_);
-  if (reduced) free_after(*reduced, comm_);
   for (const DeviceBuffer& grad : grads_in_bucket_) free_after(grad, reduce_);
   grads_in_bucket_.clear();
   plan_note("reduce_scatter " + std::to_string(bucket_.numel()));

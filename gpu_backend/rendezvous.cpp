@@ -35,6 +35,7 @@ void Rendezvous::barrier(int rank, const CollectiveCall& call, const char* stage
   std::unique_lock lock(mutex_);
   const std::int64_t generation = generation_;
   arrived_[static_cast<std::size_t>(rank)] = true;
+  last_arrival_ = std::chrono::steady_clock::now();
   if (++count_ == world_size_) {
     count_ = 0;
     std::fill(arrived_.begin(), arrived_.end(), false);
@@ -42,10 +43,11 @@ void Rendezvous::barrier(int rank, const CollectiveCall& call, const char* stage
     changed_.notify_all();
     return;
   }
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (generation_ == generation) {
     failure_.throw_if_failed();
-    if (std::chrono::steady_clock::now() >= deadline) {
+    // The timeout runs from the latest arrival: a rank that is merely slow (a loaded CPU) and
+    // arrives restarts it, so the rank named is one that made no progress for the whole timeout.
+    if (std::chrono::steady_clock::now() >= last_arrival_ + timeout_) {
       std::ostringstream waiting;
       int missing = -1;
       for (int r = 0; r < world_size_; ++r) {

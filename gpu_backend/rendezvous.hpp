@@ -4,7 +4,8 @@
 // same collective (kind, size, type, op) — NCCL would hang or corrupt otherwise — and each rank
 // then moves data into its *own* output only, reading peers' inputs while every rank is parked
 // in the rendezvous (so no rank thread ever writes another rank's memory). A rank that does not
-// arrive within the timeout, or a mismatch, fails the group naming the rank and the collective.
+// arrive within the timeout (counted from the latest arrival), or a mismatch, fails the group
+// naming the rank and the collective.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -49,6 +50,7 @@ class Rendezvous {
   std::vector<CollectiveCall> posted_;  // per rank, the current round's call
   std::vector<bool> arrived_;           // per rank, in the current barrier
   int count_ = 0;
+  std::chrono::steady_clock::time_point last_arrival_;  // in the current barrier
   std::int64_t generation_ = 0;
 };
 

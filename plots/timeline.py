@@ -26,7 +26,7 @@ CATEGORIES = [
     ("forward", "forward kernels", "#6baed6"),
     ("backward", "backward kernels", "#2171b5"),
     ("optimizer", "optimizer step", "#74c476"),
-    ("copy", "copies", "#bdbdbd"),
+    ("copy", "copies and memory passes", "#bdbdbd"),
     ("all_gather_prefetch", "all-gather (prefetch)", "#fd8d3c"),
     ("all_gather_on_demand", "all-gather (on demand)", "#a63603"),
     ("all_gather_other", "all-gather (other)", "#fdd0a2"),
@@ -56,7 +56,7 @@ def category(event):
             kind, "all_gather_other")
     if name in ("reduce_scatter", "all_reduce"):
         return name
-    if "copy" in name:
+    if "copy" in name or name.startswith("gradient divide"):
         return "copy"
     if name == "iteration":
         return "iteration"

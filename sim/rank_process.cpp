@@ -535,10 +535,12 @@ HostTask RankProcess::flush_reduce_bucket() {
   }
   const std::int64_t bytes = padded_numel * dtype_bytes_;
   // reduce_scatter_coalesced interleaves the chunks into one flat buffer (skipped for a single
-  // divisible tensor), runs one reduce_scatter_tensor, then copies this rank's partition out.
+  // divisible tensor), divides it by the world size (an in-place pass over it), runs one
+  // reduce_scatter_tensor, then copies this rank's partition out (research §2).
   if (!(bucket_.params().size() == 1 && padded_numel == numel)) {
     launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes), shared_.label_bucket_copy);
   }
+  launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes), shared_.label_gradient_divide);
   if (world_size_ > 1) {
     CollectiveCall call;
     call.kind = CollectiveKind::kReduceScatter;

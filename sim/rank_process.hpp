@@ -106,7 +106,7 @@ struct SharedRankContext {
   // per module; absent = nothing skipped.
   core::SkippedModules skipped;
   std::int32_t label_copy_in = -1, label_copy_out = -1, label_bucket_copy = -1,
-               label_partition_copy = -1, label_optimizer = -1, label_stall = -1,
+               label_partition_copy = -1, label_gradient_divide = -1, label_optimizer = -1, label_stall = -1,
                label_hook_fetch = -1, label_hook_release = -1, label_iteration = -1,
                label_trace_check = -1, label_host_copy = -1;
   std::int32_t kind_label[6] = {};  // on_demand, prefetch, persistent_regather, grad_bucket, trace_check, agreement

@@ -114,6 +114,7 @@ void World::build_shared_context() {
   shared_.label_copy_out = labels_.intern("all-gather copy-out");
   shared_.label_bucket_copy = labels_.intern("gradient bucket copy");
   shared_.label_partition_copy = labels_.intern("gradient partition copy");
+  shared_.label_gradient_divide = labels_.intern("gradient divide by world size");
   shared_.label_optimizer = labels_.intern("optimizer step (Adam)");
   shared_.label_stall = labels_.intern("stall: waiting for parameters");
   shared_.label_hook_fetch = labels_.intern("fetch_sub_module");
