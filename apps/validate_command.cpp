@@ -117,6 +117,7 @@ int validate(const ValidateOptions& o) {
   group_options.allocator = scenario.memory.allocator;
   std::vector<gpu::ExecutorResult> runs;
   std::vector<core::SummaryStats> real_stats;
+  std::int64_t workspace_bytes = 0;  // the executor's harness buffers (gpu::ExecutorGeometry)
   for (int rep = 0; rep < o.repeats; ++rep) {
     std::unique_ptr<gpu::DeviceGroup> group;
     try {
@@ -130,6 +131,7 @@ int validate(const ValidateOptions& o) {
     } catch (const std::invalid_argument& e) {
       throw core::InputError({o.scenario, 0}, "", e.what(), "a scenario the real backend runs (offload to cpu, not nvme)");
     }
+    workspace_bytes = executor->geometry().workspace_bytes;
     runs.push_back(executor->run());
     if (runs.back().status != core::RunStatus::kOk) {
       std::cerr << "error: the " << o.backend << " run " << rep + 1 << " of " << scenario.name << " ended "
@@ -215,7 +217,10 @@ int validate(const ValidateOptions& o) {
                     static_cast<std::int64_t>(runs.size())});
   }
   bool same_trajectory = real_stats[0].bucket_trajectory_numel == sim_stats.bucket_trajectory_numel;
-  std::cout << "(* of the real step time)\nbucket trajectory: "
+  std::printf("(* of the real step time)\nreal memory includes %.2f MiB per rank of the executor's own workspaces "
+              "(input data, upstream gradient, two kernel outputs), which the simulator does not model\n",
+              static_cast<double>(workspace_bytes) / (1 << 20));
+  std::cout << "bucket trajectory: "
             << (same_trajectory ? "identical to the simulator's" : "differs from the simulator's") << "\n"
             << "outputs in: " << dir.string() << " (validate.csv, validate_summary.csv, the real run's samples.csv, "
                "buckets.csv, iterations.csv, and both timelines: real_trace.json, simulated_trace.json)\n";

@@ -48,6 +48,7 @@ ExecutorGeometry geometry_of(const core::Scenario& scenario) {
     }
   }
   g.workspace_numel = need;
+  g.workspace_bytes = ExecutorGeometry::kWorkspaceBuffers * need * element_bytes(element_type_of(scenario.training.dtype));
   return g;
 }
 

@@ -60,6 +60,12 @@ struct ExecutorGeometry {
   std::int64_t tokens = 0;  // micro_batch x seq_len
   std::int64_t max_dim = 0;
   std::int64_t workspace_numel = 0;
+  // The executor's own buffers, held all run on each rank and counted in its memory stats: the
+  // input data, the upstream gradient and two kernel outputs, workspace_numel each. A model's
+  // kernel outputs are its activations, which the executor allocates as the simulator does;
+  // these are test-harness memory with no simulated counterpart.
+  static constexpr int kWorkspaceBuffers = 4;
+  std::int64_t workspace_bytes = 0;
 };
 
 // One span of the real run on a rank's device, timed by its device events (ns from the rank's
