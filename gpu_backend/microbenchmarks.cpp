@@ -48,6 +48,12 @@ class Buffers {
 // Device time of one call of `enqueue` on `stream`: the median over `reps` calls, each between
 // its own pair of events. The median, not the mean: on a shared CPU (the host device, CI) one
 // preempted repetition made a mean GEMM 3x its neighbours' and moved the whole fit.
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
 double timed_ns(Device& device, StreamId stream, int reps, const std::function<void()>& enqueue) {
   std::vector<EventId> events{device.record(stream)};
   for (int i = 0; i < reps; ++i) {
@@ -57,9 +63,7 @@ double timed_ns(Device& device, StreamId stream, int reps, const std::function<v
   device.synchronize(events.back());
   std::vector<double> ns;
   for (std::size_t i = 1; i < events.size(); ++i) ns.push_back(static_cast<double>(device.elapsed_ns(events[i - 1], events[i])));
-  std::sort(ns.begin(), ns.end());
-  const std::size_t n = ns.size();
-  return n % 2 ? ns[n / 2] : 0.5 * (ns[n / 2 - 1] + ns[n / 2]);
+  return median_of(std::move(ns));
 }
 
 // The largest of every rank's `value` (an fp64 all-reduce), so all ranks pick the same
@@ -161,7 +165,12 @@ RankResults run_rank(Device& device, const MicrobenchmarkOptions& o) {
       for (const auto& k : backward) device.gemm(compute, k);
     }));
   }
+  // The memory-bound benchmarks below start together on every rank, as training's Adam steps and
+  // copies do (after the same end-of-backward): ranks drifted apart over the GEMMs, and a rank
+  // whose Adam overlapped another's GEMMs had the memory bus to itself (a 20% faster Adam).
+  const auto line_up = [&] { agree_max(device, comm, buffers, 0.0); };
   // One Adam step over a partition (fp32 master and moments, gradients in the training type).
+  line_up();
   {
     AdamArgs adam;
     adam.numel = o.adam_numel;
@@ -174,6 +183,7 @@ RankResults run_rank(Device& device, const MicrobenchmarkOptions& o) {
     r.adam_elements_per_s = static_cast<double>(o.adam_numel) / (ns * 1e-9);
   }
   // One memory-bound pass: read numel, write numel.
+  line_up();
   {
     const auto bytes = static_cast<std::uint64_t>(o.memory_pass_numel * eb);
     ElementwiseArgs e;
@@ -188,6 +198,7 @@ RankResults run_rank(Device& device, const MicrobenchmarkOptions& o) {
     r.memory_bytes_per_s = 2.0 * static_cast<double>(bytes) / (ns * 1e-9);
   }
   // Host <-> device copies of one buffer.
+  line_up();
   {
     std::vector<std::byte> host(static_cast<std::size_t>(o.copy_bytes));
     const DeviceSpan span = buffers.get(static_cast<std::uint64_t>(o.copy_bytes));
@@ -238,22 +249,31 @@ RankResults run_rank(Device& device, const MicrobenchmarkOptions& o) {
     const int gemm_reps = 4;
     const int ag_reps = static_cast<int>(std::clamp(
         agree_max(device, comm, buffers, std::ceil(gemm_reps * gemm_one / std::max(ag_one, 1.0))), 1.0, 1000.0));
-    auto& ct = r.contention;
-    ct.gemm_alone_ns = timed_ns(device, compute, gemm_reps, [&] { device.gemm(compute, g); }) * gemm_reps;
-    ct.collective_alone_ns =
-        timed_ns(device, comm, ag_reps, [&] { device.all_gather(comm, send, recv, o.type); }) * ag_reps;
-    const EventId g0 = device.record(compute);
-    const EventId c0 = device.record(comm);
-    for (int i = 0; i < std::max(gemm_reps, ag_reps); ++i) {
-      if (i < gemm_reps) device.gemm(compute, g);
-      if (i < ag_reps) device.all_gather(comm, send, recv, o.type);
+    // Alone and overlapped, `iterations` times in turn, each figure the median of its runs: one
+    // pair on a shared CPU swung the fitted contention from 0 to +60%.
+    std::vector<double> gemm_alone, collective_alone, gemm_overlapped, collective_overlapped;
+    for (int rep = 0; rep < o.iterations; ++rep) {
+      gemm_alone.push_back(timed_ns(device, compute, gemm_reps, [&] { device.gemm(compute, g); }) * gemm_reps);
+      collective_alone.push_back(
+          timed_ns(device, comm, ag_reps, [&] { device.all_gather(comm, send, recv, o.type); }) * ag_reps);
+      const EventId g0 = device.record(compute);
+      const EventId c0 = device.record(comm);
+      for (int i = 0; i < std::max(gemm_reps, ag_reps); ++i) {
+        if (i < gemm_reps) device.gemm(compute, g);
+        if (i < ag_reps) device.all_gather(comm, send, recv, o.type);
+      }
+      const EventId g1 = device.record(compute);
+      const EventId c1 = device.record(comm);
+      device.synchronize(g1);
+      device.synchronize(c1);
+      gemm_overlapped.push_back(static_cast<double>(device.elapsed_ns(g0, g1)));
+      collective_overlapped.push_back(static_cast<double>(device.elapsed_ns(c0, c1)));
     }
-    const EventId g1 = device.record(compute);
-    const EventId c1 = device.record(comm);
-    device.synchronize(g1);
-    device.synchronize(c1);
-    ct.gemm_overlapped_ns = static_cast<double>(device.elapsed_ns(g0, g1));
-    ct.collective_overlapped_ns = static_cast<double>(device.elapsed_ns(c0, c1));
+    auto& ct = r.contention;
+    ct.gemm_alone_ns = median_of(gemm_alone);
+    ct.collective_alone_ns = median_of(collective_alone);
+    ct.gemm_overlapped_ns = median_of(gemm_overlapped);
+    ct.collective_overlapped_ns = median_of(collective_overlapped);
   }
   return r;
 }
