@@ -170,3 +170,31 @@ TEST(HostDevice, ARankThatNeverArrivesFailsTheGroupNamingIt) {
   EXPECT_EQ(group.failure()->kind, pg::FailureKind::kTimeout);
   EXPECT_NE(group.failure()->message().find("all_reduce #0"), std::string::npos) << group.failure()->message();
 }
+
+// The timeout runs from the latest arrival: ranks that are slow but keep coming (a loaded CPU)
+// are waited for, and the one named is the rank nobody heard from for a whole timeout. Rank 1
+// arrives 0.7 T after rank 0, rank 2 another 0.7 T later, rank 3 never: a deadline counted from
+// the first arrival would expire at T with ranks 2 and 3 missing and blame rank 2.
+TEST(HostDevice, ACollectiveTimeoutCountsFromTheLatestArrival) {
+  constexpr auto kTimeout = std::chrono::milliseconds(300);
+  pg::HostDeviceGroup group(options(4, kTimeout));
+  const auto started = std::chrono::steady_clock::now();
+  on_every_rank(group, [&](int r, pg::Device& d) {
+    const auto s = d.create_stream("comm");
+    auto buf = *d.allocate(64, s);
+    try {  // a rank that comes after the group failed is turned away at the door
+      if (r != 3) {
+        std::this_thread::sleep_until(started + r * kTimeout * 7 / 10);
+        d.all_reduce(s, buf.span, pg::ElementType::kFP32, pg::ReduceOp::kSum);
+      }
+      d.synchronize(d.record(s));
+    } catch (const pg::RunAborted&) {
+    }
+    d.free(buf);
+  });
+  ASSERT_TRUE(group.failure());
+  EXPECT_EQ(group.failure()->rank, 3) << group.failure()->message();
+  EXPECT_EQ(group.failure()->kind, pg::FailureKind::kTimeout);
+  // Not before the latest arrival (1.4 T) plus a whole timeout.
+  EXPECT_GE(std::chrono::steady_clock::now() - started, kTimeout * 24 / 10);
+}

@@ -4,6 +4,8 @@
 // reproducing its buckets.csv for the adaptive policies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -94,6 +96,31 @@ void check_timelines(const std::filesystem::path& out, int ranks) {
   for (int r = 0; r < ranks; ++r) {
     EXPECT_EQ((collectives[{r, "all_gather"}]), all_gathers) << "rank " << r;
     EXPECT_EQ((collectives[{r, "reduce_scatter"}]), reduce_scatters) << "rank " << r;
+  }
+  // One clock for all ranks: no rank leaves a collective before every rank entered it, so the
+  // k-th collective's spans on two ranks overlap. Each rank counting from its own set-up's end
+  // put them ~10 ms apart; the median tolerates a thread descheduled between op and event.
+  if (ranks == 2) {
+    std::map<std::string, std::vector<std::pair<double, double>>> spans[2];  // name -> (start, end) us
+    for (const auto& e : trace["traceEvents"]) {
+      const std::string name = e.value("name", "");
+      if (e["ph"] != "X" || (name != "all_gather" && name != "reduce_scatter" && name != "all_reduce")) continue;
+      const double ts = e["ts"];
+      spans[e["pid"].get<int>()][name].emplace_back(ts, ts + e["dur"].get<double>());
+    }
+    std::vector<double> gaps_us;  // latest start minus earliest end: <= 0 when they overlap
+    for (auto& [name, mine] : spans[0]) {
+      auto& theirs = spans[1][name];
+      std::sort(mine.begin(), mine.end());
+      std::sort(theirs.begin(), theirs.end());
+      ASSERT_EQ(mine.size(), theirs.size()) << name;
+      for (std::size_t k = 0; k < mine.size(); ++k) {
+        gaps_us.push_back(std::max(mine[k].first, theirs[k].first) - std::min(mine[k].second, theirs[k].second));
+      }
+    }
+    ASSERT_FALSE(gaps_us.empty());
+    std::nth_element(gaps_us.begin(), gaps_us.begin() + static_cast<std::ptrdiff_t>(gaps_us.size() / 2), gaps_us.end());
+    EXPECT_LT(gaps_us[gaps_us.size() / 2], 500.0) << "ranks' collective spans do not line up: clocks not aligned";
   }
 }
 
