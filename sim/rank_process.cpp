@@ -329,7 +329,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
 
   // End of backward (independent_gradient_partition_epilogue): flush, then the host
   // synchronises the reduce stream (research §2).
-  if (!bucket_.empty()) co_await flush_reduce_bucket();
+  if (!bucket_.empty()) co_await flush_reduce_bucket(0);  // in the root's backward, as far as memory is named
   const std::int32_t reduced = record(*reduce_scatter_);
   co_await host_sync(reduced);
   current_->reduce_scatter_done_ns = engine_.now_ns();
@@ -496,7 +496,7 @@ HostTask RankProcess::gradients_ready(int module) {
     if (--grad_uses_left_[static_cast<std::size_t>(p)] != 0) continue;
     const std::int64_t numel = scenario.model.params[static_cast<std::size_t>(p)].numel;
     if (bucket_.must_flush_before(numel)) {
-      co_await flush_reduce_bucket();
+      co_await flush_reduce_bucket(module);
       waited = false;
     }
     if (!waited) {  // the reduce stream first waits for the compute stream
@@ -517,7 +517,7 @@ HostTask RankProcess::gradients_ready(int module) {
   }
 }
 
-HostTask RankProcess::flush_reduce_bucket() {
+HostTask RankProcess::flush_reduce_bucket(int module) {
   const core::Scenario& scenario = *shared_.scenario;
   // Host throttle identical to the fetch path (research §2).
   if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
@@ -536,8 +536,15 @@ HostTask RankProcess::flush_reduce_bucket() {
   const std::int64_t bytes = padded_numel * dtype_bytes_;
   // reduce_scatter_coalesced interleaves the chunks into one flat buffer (skipped for a single
   // divisible tensor), divides it by the world size (an in-place pass over it), runs one
-  // reduce_scatter_tensor, then copies this rank's partition out (research §2).
+  // reduce_scatter_tensor in place (this rank's output is its own chunk of the buffer), then
+  // copies this rank's partition out (research §2). The buffer is torch.cat's new tensor on the
+  // reduce stream, held until the partition is copied out; DeepSpeed's skip of the single
+  // divisible tensor is there "to avoid a memory allocation". The padding pieces (torch.empty of
+  // less than world-size elements each) are not modelled.
+  std::optional<core::BlockHandle> flat;
   if (!(bucket_.params().size() == 1 && padded_numel == numel)) {
+    flat = allocate(bytes, *reduce_scatter_, module, "a reduce-scatter bucket");
+    if (!flat) co_await Halt{};
     launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes), shared_.label_bucket_copy);
   }
   launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes), shared_.label_gradient_divide);
@@ -564,6 +571,11 @@ HostTask RankProcess::flush_reduce_bucket() {
     launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes / world_size_), shared_.label_partition_copy);
   }
   reduce_events_.push_back(record(*reduce_scatter_));
+  // The host's cost of launching the interleave copy, the divide and the partition copy (the
+  // reduce-scatter's launch was charged above); the flat buffer is dropped after them.
+  co_await spend((flat ? 3 : 2) * shared_.compute->kernel_launch_ns());
+  // The reduce stream waited for the reduce-scatter, so its current point covers the NCCL use.
+  if (flat) memory_->free_after(*flat, *reduce_scatter_, engine_.now_ns());
   for (const auto grad : grads_in_bucket_) memory_->free_after(grad, *reduce_scatter_, engine_.now_ns());
   grads_in_bucket_.clear();
   bucket_.clear();

@@ -178,7 +178,7 @@ class RankProcess final : public StreamObserver {
   // Contract of core/prefetch_controller.hpp, steps 1-3, at reset_step.
   HostTask update_controller(std::int32_t iteration);
   void deliver_samples(std::int32_t iteration);
-  HostTask flush_reduce_bucket();
+  HostTask flush_reduce_bucket(int module);  // `module`: whose hook flushes (names an OOM)
   // Awaitables, not coroutines: these run on every hook and launch, so they must not allocate.
   EventTable::HostWait host_sync(std::int32_t event) { return events_.host_wait(event); }
   SleepFor spend(TimeNs host_ns) { return SleepFor{engine_, resumer_, noisy_host_ns(host_ns)}; }

@@ -512,3 +512,26 @@ TEST(Simulation, PeakAllocatedAgreesWithTheZeroAndActivationFormulas) {
     EXPECT_NEAR(static_cast<double>(stats.peak_allocated_bytes) / formula, 1.0, 0.02);
   }
 }
+
+TEST(Simulation, TheReduceScatterInterleavesIntoANewFlatBuffer) {
+  // reduce_scatter_coalesced (research §2) interleaves a bucket's padded chunks into a new flat
+  // buffer (torch.cat) on the reduce stream. With one bucket holding every gradient (flushed at
+  // the end of backward), allocated memory steps up once in the iteration by exactly that
+  // buffer: the sum of the gradients, each padded to a multiple of the world size.
+  const auto s = scenario("tiny-llama-2x-h100.yaml", {"training.iterations=2", "training.warmup_iterations=1",
+                                                      "zero.reduce_bucket_size=1e9"});
+  const auto result = simulate(s);
+  ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
+  const std::int64_t world = s.cluster.world_size();
+  std::int64_t padded_numel = 0;
+  for (const auto& p : s.model.params) padded_numel += (p.numel + world - 1) / world * world;
+  const std::int64_t flat_bytes = (padded_numel * 2 + 511) / 512 * 512;  // bf16, 512-byte blocks
+  int steps_of_flat_size = 0;  // in iteration 2 (the model states come before)
+  const pc::MemoryPoint* previous = nullptr;
+  for (const auto& point : result.metrics.memory) {
+    if (point.rank != 0 || point.time_ns < result.metrics.iterations[1].start_ns) continue;
+    if (previous && point.allocated_bytes - previous->allocated_bytes == flat_bytes) ++steps_of_flat_size;
+    previous = &point;
+  }
+  EXPECT_EQ(steps_of_flat_size, 1) << flat_bytes << " bytes";
+}
