@@ -160,17 +160,6 @@ core::CollectiveFit fit(const std::vector<gpu::CollectiveTiming>& timings, int r
   return core::fit_collective(points, static_cast<double>(ranks - 1) / ranks, tolerance);
 }
 
-// Bus bandwidth from the profile's two ends when the largest sizes alone gave no positive slope
-// (noise on a loaded host with few repetitions): (n-1)/n x (size range) / (time range).
-double end_to_end_bus_bandwidth_gb_per_s(const std::vector<gpu::CollectiveTiming>& timings, int ranks) {
-  if (timings.size() < 2) return 0;
-  const auto& [small, large] = std::minmax_element(timings.begin(), timings.end(),
-                                                   [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
-  const double dt_us = best_time_us(*large) - best_time_us(*small);
-  if (dt_us <= 0) return 0;
-  return static_cast<double>(ranks - 1) / ranks * static_cast<double>(large->bytes - small->bytes) / (dt_us * 1e3);
-}
-
 }  // namespace
 
 int run_device_calibration(const DeviceCalibrationOptions& o) {
@@ -213,7 +202,7 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
       double bus_bandwidth_gb_per_s = f.bus_bandwidth_gb_per_s();
       std::printf("# fit: latency %.2f us, busBW %.3f GB/s\n", f.latency_us(), bus_bandwidth_gb_per_s);
       if (bus_bandwidth_gb_per_s <= 0) {
-        bus_bandwidth_gb_per_s = end_to_end_bus_bandwidth_gb_per_s(*timings, o.ranks);
+        bus_bandwidth_gb_per_s = f.end_to_end_bus_bandwidth_gb_per_s();
         std::printf("# the largest sizes' times did not grow with size (a busy machine?); busBW from the smallest "
                     "and largest sizes: %.3f GB/s\n", bus_bandwidth_gb_per_s);
       }

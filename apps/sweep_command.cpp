@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -124,6 +125,13 @@ std::vector<core::CsvField> simulate_point(const core::Scenario& scenario, const
 }
 
 // Cuts a torn last record (a kill mid-append) off a row file so appends start on a clean line.
+std::optional<std::size_t> parse_point(const std::string& text) {
+  std::size_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 void drop_torn_tail(const fs::path& path, std::size_t complete_bytes, bool torn) {
   if (!torn) return;
   fs::resize_file(path, complete_bytes);
@@ -199,8 +207,24 @@ FolderState prepare_folder(const SweepOptions& options, const core::SweepGrid& g
     if (fs::exists(timings_path)) {
       std::ifstream in(timings_path, std::ios::binary);
       const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      in.close();
       const core::CsvText csv = core::parse_csv(text);
       drop_torn_tail(timings_path, csv.complete_bytes, csv.torn_tail);
+      // A point's timing row is written just before its result row (the commit): a sweep killed
+      // between the two leaves a timing for a point without a result, which runs again now.
+      std::string kept;
+      bool dropped = false;
+      for (std::size_t i = 0; i < csv.records.size(); ++i) {
+        const auto& record = csv.records[i];
+        const auto point = record.fields.empty() ? std::nullopt : parse_point(record.fields[0]);
+        const bool committed = i == 0 || !point || state.done.count(*point) > 0;  // an odd row stays
+        if (committed) {
+          kept += record.text;
+        } else {
+          dropped = true;
+        }
+      }
+      if (dropped) core::write_text_atomically(timings_path, kept);
     }
   }
   ++manifest.sessions;
@@ -268,8 +292,10 @@ int sweep(const SweepOptions& options) {
       }
       const double wall_s = std::chrono::duration<double>(Clock::now() - point_start).count();
       std::lock_guard lock(mutex);
-      results.append(row);
+      // Timing first: the result row commits the point (a kill between the two leaves a timing
+      // that --resume drops, never a result without its timing).
       timings.append({point, session, wall_s});
+      results.append(row);
       ++by_status[row[1 + grid.keys().size()].text()];
       progress.update(++finished);
       if (g_interrupted.load()) stop.store(true);

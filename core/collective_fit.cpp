@@ -59,6 +59,15 @@ double CollectiveFit::bus_bandwidth_gb_per_s() const {
   return ranges.empty() ? 0 : ranges.back().bus_bandwidth_gb_per_s;
 }
 
+double CollectiveFit::end_to_end_bus_bandwidth_gb_per_s() const {
+  if (points.size() < 2) return 0;
+  const FitPoint& small = points.front();
+  const FitPoint& large = points.back();
+  const double dt_us = large.time_us - small.time_us;
+  if (!(dt_us > 0)) return 0;
+  return bus_factor * static_cast<double>(large.bytes - small.bytes) / (dt_us * 1e3);
+}
+
 CollectiveFit fit_collective(std::vector<FitPoint> points, double bus_factor, double tolerance) {
   if (!(bus_factor > 0)) throw std::invalid_argument("fit_collective: bus factor must be > 0");
   std::stable_sort(points.begin(), points.end(),
@@ -66,6 +75,7 @@ CollectiveFit fit_collective(std::vector<FitPoint> points, double bus_factor, do
   if (points.size() < 2) throw std::invalid_argument("fit_collective needs at least two sizes");
   CollectiveFit fit;
   fit.points = points;
+  fit.bus_factor = bus_factor;
   fit.predicted_us.assign(points.size(), 0);
   std::size_t first = 0;
   while (first < points.size()) {

@@ -32,6 +32,11 @@ struct CollectiveFit {
   // bus bandwidth.
   double latency_us() const;
   double bus_bandwidth_gb_per_s() const;
+  // The fallback where the largest sizes' line is flat or falling (noise on a loaded host with
+  // few repetitions): bus_factor x (largest - smallest size) / (their time difference); 0 when
+  // the largest size was not the slower.
+  double end_to_end_bus_bandwidth_gb_per_s() const;
+  double bus_factor = 0;
 };
 
 // Throws std::invalid_argument with fewer than two points or a non-positive factor.

@@ -420,6 +420,23 @@ TEST(Calibrate, RealLogFromNcclIssue1435) {
   EXPECT_NEAR(*cal.allgather_bus_bandwidth_bytes_per_s / kGB, fit.bus_bandwidth_gb_per_s(), 0.01);
 }
 
+TEST(CollectiveFit, EndToEndBandwidthIsTheFallbackWhereTheLargestSizesLookFlat) {
+  // A noisy sweep: 20 us + S / (0.5 x 10 GB/s) except that the 4 MiB point caught a stall and the
+  // 16 MiB one did not, so the largest range's line falls. The two ends still give a bus
+  // bandwidth: 0.5 x (16 MiB - 4 KiB) / (t16M - t4K).
+  const auto t = [](std::int64_t bytes) { return 20.0 + 0.5 * static_cast<double>(bytes) / 10e9 * 1e6; };
+  std::vector<pc::FitPoint> pts{{4 << 10, t(4 << 10)}, {64 << 10, t(64 << 10)}, {1 << 20, t(1 << 20)},
+                                {4 << 20, t(16 << 20) + 500}, {16 << 20, t(16 << 20)}};
+  const auto fit = pc::fit_collective(pts, 0.5, 0.02);
+  EXPECT_LE(fit.bus_bandwidth_gb_per_s(), 0.0);
+  const double expected = 0.5 * static_cast<double>((16 << 20) - (4 << 10)) / ((t(16 << 20) - t(4 << 10)) * 1e3);
+  EXPECT_NEAR(fit.end_to_end_bus_bandwidth_gb_per_s(), expected, 1e-9);
+  EXPECT_NEAR(fit.end_to_end_bus_bandwidth_gb_per_s(), 10.0, 0.01);
+  // The largest size no slower than the smallest: nothing can be said.
+  pts.back().time_us = pts.front().time_us;
+  EXPECT_EQ(pc::fit_collective(pts, 0.5, 0.02).end_to_end_bus_bandwidth_gb_per_s(), 0.0);
+}
+
 // --- Compute: GEMM efficiency by shape ----------------------------------------------------
 
 TEST(ComputeModelShape, ReproducesTheH100MatmulSweep) {

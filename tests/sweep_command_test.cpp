@@ -201,6 +201,34 @@ TEST_F(SweepCommand, KilledSweepResumesToTheUninterruptedRows) {
   EXPECT_TRUE(read_file(results) == before);
 }
 
+TEST_F(SweepCommand, AKillBetweenTimingAndResultRunsThePointAgainTimedOnce) {
+  // A point's timing row goes first and its result row commits it. A sweep killed between the
+  // two (here: the last two result rows removed from a finished sweep's folder) has timings for
+  // points without results; --resume drops those timings and runs the points again.
+  TempDir out("sweep-uncommitted");
+  const fs::path dir = out.path() / "out";
+  fs::copy(reference_->path() / "out", dir, fs::copy_options::recursive);
+  fs::remove(dir / "sweep.lock");
+  const fs::path results = dir / "results.csv";
+  std::string text = read_file(results);
+  for (int i = 0; i < 2; ++i) text.erase(text.rfind('\n', text.size() - 2) + 1);
+  { std::ofstream(results, std::ios::trunc | std::ios::binary) << text; }
+  ASSERT_EQ(rows_of(results).size(), kGridPoints - 2);
+
+  const auto resumed = run_cli(sweep_args(*grid_, dir, "--resume"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(read_file(results) == read_file(reference_results()));
+  std::map<std::string, int> sessions_of_point;
+  for (const auto& row : rows_of(dir / "timings.csv")) {
+    EXPECT_EQ(sessions_of_point.count(row.fields[0]), 0u) << "point " << row.fields[0] << " timed twice";
+    sessions_of_point[row.fields[0]] = std::stoi(row.fields[1]);
+  }
+  EXPECT_EQ(sessions_of_point.size(), kGridPoints);
+  EXPECT_EQ(std::count_if(sessions_of_point.begin(), sessions_of_point.end(),
+                          [](const auto& entry) { return entry.second == 2; }),
+            2);
+}
+
 TEST_F(SweepCommand, ARunningSweepLocksItsFolder) {
   TempDir out("sweep-lock");
   const fs::path dir = out.path() / "out";
