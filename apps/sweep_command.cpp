@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -125,13 +124,6 @@ std::vector<core::CsvField> simulate_point(const core::Scenario& scenario, const
 }
 
 // Cuts a torn last record (a kill mid-append) off a row file so appends start on a clean line.
-std::optional<std::size_t> parse_point(const std::string& text) {
-  std::size_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
 void drop_torn_tail(const fs::path& path, std::size_t complete_bytes, bool torn) {
   if (!torn) return;
   fs::resize_file(path, complete_bytes);
@@ -216,7 +208,7 @@ FolderState prepare_folder(const SweepOptions& options, const core::SweepGrid& g
       bool dropped = false;
       for (std::size_t i = 0; i < csv.records.size(); ++i) {
         const auto& record = csv.records[i];
-        const auto point = record.fields.empty() ? std::nullopt : parse_point(record.fields[0]);
+        const auto point = record.fields.empty() ? std::nullopt : core::parse_point_index(record.fields[0]);
         const bool committed = i == 0 || !point || state.done.count(*point) > 0;  // an odd row stays
         if (committed) {
           kept += record.text;

@@ -61,6 +61,13 @@ std::vector<CsvField> sweep_result_row(std::size_t point, const std::vector<cons
   return row;
 }
 
+std::optional<std::size_t> parse_point_index(std::string_view cell) {
+  std::size_t point = 0;
+  const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), point);
+  if (cell.empty() || error != std::errc{} || end != cell.data() + cell.size()) return std::nullopt;
+  return point;
+}
+
 SweepRows read_sweep_rows(const std::filesystem::path& path) {
   const std::string text = read_whole(path);
   CsvText csv = parse_csv(text);
@@ -78,12 +85,9 @@ SweepRows read_sweep_rows(const std::filesystem::path& path) {
                        "one field per column");
     }
     const std::string& cell = record.fields.front();
-    std::size_t point = 0;
-    const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), point);
-    if (cell.empty() || error != std::errc{} || end != cell.data() + cell.size()) {
-      throw InputError(where, "point", "is '" + cell + "'", "a point index (a whole number)");
-    }
-    if (!out.rows.emplace(point, std::move(record.text)).second) {
+    const auto point = parse_point_index(cell);
+    if (!point) throw InputError(where, "point", "is '" + cell + "'", "a point index (a whole number)");
+    if (!out.rows.emplace(*point, std::move(record.text)).second) {
       throw InputError(where, "point", "repeats point " + cell, "each point once");
     }
   }

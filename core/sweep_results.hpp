@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/csv_row_writer.hpp"
@@ -35,6 +37,9 @@ struct SweepRows {
 // Reads `path`. A torn last row is reported, not returned. Throws InputError (file, line) for a
 // row with the wrong number of fields, a point that is not a whole number or appears twice.
 SweepRows read_sweep_rows(const std::filesystem::path& path);
+
+// A row's point index (its first field): a whole number, nothing else; nullopt otherwise.
+std::optional<std::size_t> parse_point_index(std::string_view cell);
 
 // Checks that each row's grid-key cells are `grid`'s values of its point and that the point is
 // in the grid. Throws InputError naming `path` and the row.

@@ -68,10 +68,11 @@ struct ExecutorGeometry {
   std::int64_t workspace_bytes = 0;
 };
 
-// One span of the real run on a rank's device, timed by its device events (ns from the rank's
-// start event): a module's own kernels (forward or backward), a fetch's window on the compute
-// stream (the fetch hook up to compute's wait for the all-gather stream: the stall sample), or
-// a collective on the communication stream.
+// One span of the real run on a rank's device, timed by its device events (ns from the run's
+// base event, the end of the set-up all-reduce, common to all ranks): a module's own kernels
+// (forward or backward), a fetch's window on the compute stream (the fetch hook up to compute's
+// wait for the all-gather stream: the stall sample), a collective on the communication stream,
+// the reduce stream's gradient work, or the optimizer step.
 struct TimelineSpan {
   // kGradientWork: the reduce stream's own kernels (bucket copies, interleave and divide,
   // partition adds); kOptimizer: the step (Adam, the partition cleared) on the compute stream.

@@ -45,15 +45,15 @@ class Buffers {
   std::vector<DeviceBuffer> buffers_;
 };
 
-// Device time of one call of `enqueue` on `stream`: the median over `reps` calls, each between
-// its own pair of events. The median, not the mean: on a shared CPU (the host device, CI) one
-// preempted repetition made a mean GEMM 3x its neighbours' and moved the whole fit.
 double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+// Device time of one call of `enqueue` on `stream`: the median over `reps` calls, each between
+// its own pair of events. The median, not the mean: on a shared CPU (the host device, CI) one
+// preempted repetition made a mean GEMM 3x its neighbours' and moved the whole fit.
 double timed_ns(Device& device, StreamId stream, int reps, const std::function<void()>& enqueue) {
   std::vector<EventId> events{device.record(stream)};
   for (int i = 0; i < reps; ++i) {

@@ -21,10 +21,11 @@
 #include "sim/host_task.hpp"
 #include "sim/label_table.hpp"
 #include "sim/rank_memory.hpp"
-#include "sim/shared_cores.hpp"
 #include "sim/trace_recorder.hpp"
 
 namespace prefetchlab::sim {
+
+class SharedCores;  // sim/shared_cores.hpp: only a pointer here
 
 // What a rank measured in one iteration, before the world combines ranks.
 struct RankIteration {
