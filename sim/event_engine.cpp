@@ -1,6 +1,5 @@
 #include "event_engine.hpp"
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -12,27 +11,12 @@ void EventEngine::schedule_at(TimeNs time_ns, EventHandler& handler, std::int64_
     throw std::logic_error("event scheduled in the past: " + std::to_string(time_ns) + " < " +
                            std::to_string(now_ns_));
   }
-  const Event event{time_ns, next_seq_++, &handler, tag};
-  if (time_ns == now_ns_) {
-    now_queue_.push_back(event);
-    return;
-  }
-  heap_.push_back(event);
-  std::push_heap(heap_.begin(), heap_.end(), Later{});
+  pending_.push(Event{time_ns, &handler, tag});
 }
 
 bool EventEngine::run_one() {
-  Event event;
-  if (!now_queue_.empty() && (heap_.empty() || Later{}(heap_.front(), now_queue_.front()))) {
-    event = now_queue_.front();
-    now_queue_.pop_front();
-  } else if (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    event = heap_.back();
-    heap_.pop_back();
-  } else {
-    return false;
-  }
+  if (pending_.empty()) return false;
+  const Event event = pending_.pop();
   now_ns_ = event.time_ns;
   ++processed_;
   event.handler->on_event(event.tag);

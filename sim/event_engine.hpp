@@ -1,11 +1,11 @@
 #pragma once
-// The discrete-event core: integer-nanosecond time, events ordered by (time, sequence number)
+// The discrete-event core: integer-nanosecond time, events ordered by (time, scheduling order)
 // so that equal-time events run in the order they were scheduled and a run is a pure function
 // of its inputs. Handlers are plain objects (no std::function, no allocation per event).
 #include <cstdint>
 #include <vector>
 
-#include "sim/fifo_queue.hpp"
+#include "sim/monotone_event_queue.hpp"
 
 namespace prefetchlab::sim {
 
@@ -28,7 +28,7 @@ class EventEngine {
   }
 
   TimeNs now_ns() const { return now_ns_; }
-  bool empty() const { return heap_.empty() && now_queue_.empty(); }
+  bool empty() const { return pending_.empty(); }
   std::uint64_t events_processed() const { return processed_; }
 
   // Runs the earliest event; false when none is left.
@@ -41,24 +41,14 @@ class EventEngine {
  private:
   struct Event {
     TimeNs time_ns;
-    std::uint64_t seq;
     EventHandler* handler;
     std::int64_t tag;
   };
-  // A function object, not a function pointer, so the heap algorithms inline the comparison.
-  struct Later {
-    bool operator()(const Event& a, const Event& b) const {
-      return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.seq > b.seq;
-    }
-  };
 
-  std::vector<Event> heap_;  // binary min-heap on (time, seq)
-  // Events scheduled for the current instant (a sixth of all: wake-ups, resumptions) skip the
-  // heap: they are already in (time, seq) order, being scheduled at now with rising seq. The
-  // earliest event is this queue's front or the heap's top, whichever is earlier.
-  FifoQueue<Event> now_queue_;
+  // Time never goes back, so a radix heap orders the pending events (see its header): cheaper
+  // than a binary heap on (time, sequence), in the same order.
+  MonotoneEventQueue<Event> pending_;
   TimeNs now_ns_ = 0;
-  std::uint64_t next_seq_ = 0;
   std::uint64_t processed_ = 0;
   bool stopped_ = false;
 };
