@@ -22,13 +22,14 @@ core::StreamId RankMemory::id_of(StreamKind kind) {
   throw std::logic_error("no memory pool for the NCCL stream");
 }
 
-// Streams count operations; those counts are the allocator's stream points.
+// Streams count operations; those counts are the allocator's stream points. malloc() acts on
+// what completed (process_events) before it searches the pools.
 void RankMemory::report_progress() {
-  core::StreamProgress progress[3];
   for (int i = 0; i < 3; ++i) {
-    progress[i] = {static_cast<core::StreamId>(i), streams_[i]->completed_ops()};
+    const auto id = static_cast<core::StreamId>(i);
+    allocator_.note_enqueued(id, streams_[i]->enqueued_ops());
+    allocator_.note_completed(id, streams_[i]->completed_ops());
   }
-  allocator_.process_events(progress);
 }
 
 void RankMemory::note(TimeNs now_ns) {
@@ -44,7 +45,6 @@ void RankMemory::note(TimeNs now_ns) {
 }
 
 std::optional<core::BlockHandle> RankMemory::allocate(std::int64_t bytes, StreamKind stream, TimeNs now_ns) {
-  for (int i = 0; i < 3; ++i) allocator_.note_enqueued(static_cast<core::StreamId>(i), streams_[i]->enqueued_ops());
   report_progress();
   core::MallocResult result = allocator_.malloc(static_cast<std::uint64_t>(bytes), id_of(stream));
   if (!result) {
