@@ -33,7 +33,7 @@ void write_trace_json(const std::filesystem::path& path, const World& world) {
     for (int t = 0; t < kTrackCount; ++t) writer.name_thread(r, t, track_name(static_cast<Track>(t)));
   }
   const LabelTable& labels = world.labels();
-  for (const TraceSpan& span : world.trace().spans()) {
+  world.trace().for_each_span([&](const TraceSpan& span) {
     const int tid = static_cast<int>(span.track);
     nlohmann::ordered_json args = {{"iteration", span.iteration}};
     switch (span.kind) {
@@ -63,7 +63,7 @@ void write_trace_json(const std::filesystem::path& path, const World& world) {
         break;
       }
     }
-  }
+  });
   writer.write(path);
 }
 

@@ -325,11 +325,11 @@ struct TracedRun {
 TracedRun simulate_traced(const pc::Scenario& s) {
   ps::World world(s, /*record_trace=*/true);
   TracedRun run{world.run(), {}};
-  for (const auto& span : world.trace().spans()) {
+  world.trace().for_each_span([&](const ps::TraceSpan& span) {
     if (span.kind == ps::SpanKind::kKernel && world.labels().text(span.label) == "host<->device copy (offload)") {
       run.host_copies.push_back(span);
     }
-  }
+  });
   return run;
 }
 
