@@ -79,8 +79,8 @@ class RankExecutor final : public RankInspector {
   std::string current_operation() const;
 
   const std::vector<RankIteration>& iterations() const { return iterations_; }
-  // Device time of an event since the run's base event (valid after run()).
-  std::int64_t event_ns(EventId event) { return device_.elapsed_ns(base_event_, event); }
+  // Device time of an event on the ranks' common clock (valid after run(); see align_clocks).
+  std::int64_t event_ns(EventId event) { return device_.elapsed_ns(base_event_, event) - clock_shift_ns_; }
   std::vector<core::TimingSample> samples_of(const RankIteration& it);
   const std::vector<CallLogEntry>& call_log() const { return call_log_; }
   const std::vector<std::string>& plan_log() const { return plan_log_; }
@@ -172,7 +172,9 @@ class RankExecutor final : public RankInspector {
 
   StreamId compute_ = 0, all_gather_stream_ = 0, reduce_stream_ = 0, comm_ = 0;
   StreamId all_gather_ = 0, reduce_ = 0;  // == compute_ without overlap_comm
-  EventId base_event_ = -1;
+  EventId base_event_ = -1;         // this rank's clock origin: its exit from the set-up all-reduce
+  std::int64_t clock_shift_ns_ = 0;  // how late that exit was against the ranks' consensus
+  EventId first_start_event_ = -1;   // iteration 1 starts once the clocks are aligned
 
   core::Coordinator coordinator_;
   std::unique_ptr<core::PrefetchController> controller_;
