@@ -10,6 +10,7 @@
 #include "core/host_throttle.hpp"
 #include "core/persistence.hpp"
 #include "core/scenario_coordinator.hpp"
+#include "gpu_backend/clock_consensus.hpp"
 #include "gpu_backend/host_kernels.hpp"
 #include "gpu_backend/seeded_data.hpp"
 
@@ -280,10 +281,8 @@ void RankExecutor::run() {
 // times count from the end of a set-up all-reduce, which no rank leaves before all have entered:
 // iteration 1 then starts together on every rank and the real trace's ranks line up. One exit is
 // not enough on a busy host: a rank whose stream thread wakes late starts its clock late and its
-// whole trace shifts (2.9 ms seen in CI). So kClockRounds all-reduces, each followed by an event;
-// the ranks share their events' times since their first one, and each shifts its clock by the
-// median over rounds of how far its times lie from the ranks' mean. A late first exit shows in
-// every round's difference, a late later one in one round only (the median ignores it).
+// whole trace shifts (2.9 ms seen in CI). So kClockRounds all-reduces, each followed by an event,
+// and the ranks' consensus on where each one's first exit lies (gpu_backend/clock_consensus.hpp).
 void RankExecutor::align_clocks() {
   constexpr int kClockRounds = 9;
   const auto world = static_cast<std::uint64_t>(world_size_);
@@ -315,14 +314,7 @@ void RankExecutor::align_clocks() {
     device_.all_reduce(comm_, times, ElementType::kFP64, ReduceOp::kSum);
     device_.copy_device_to_host(comm_, all.data(), times);
     host_sync(device_.record(comm_), SyncTag::kSetup);
-    std::vector<double> offsets;
-    for (std::size_t k = 1; k < static_cast<std::size_t>(kClockRounds); ++k) {
-      double mean = 0;
-      for (std::uint64_t r = 0; r < world; ++r) mean += all[r * kClockRounds + k] / static_cast<double>(world);
-      offsets.push_back(all[static_cast<std::size_t>(rank_) * kClockRounds + k] - mean);
-    }
-    std::nth_element(offsets.begin(), offsets.begin() + static_cast<std::ptrdiff_t>(offsets.size() / 2), offsets.end());
-    clock_shift_ns_ = std::llround(offsets[offsets.size() / 2]);
+    clock_shift_ns_ = consensus_clock_shift_ns(all, world_size_, kClockRounds, rank_);
   }
   device_.wait(compute_, device_.record(comm_));
   first_start_event_ = device_.record(compute_);
