@@ -1,7 +1,6 @@
 #include "gpu_backend/rank_executor.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -302,14 +301,13 @@ void RankExecutor::align_clocks() {
   clock_shift_ns_ = 0;
   if (world_size_ > 1) {
     host_sync(exits.back(), SyncTag::kSetup);
-    std::vector<double> mine(kClockRounds);
-    for (int k = 0; k < kClockRounds; ++k) {
-      mine[static_cast<std::size_t>(k)] = static_cast<double>(device_.elapsed_ns(exits.front(), exits[static_cast<std::size_t>(k)]));
-    }
     // Each rank fills its own row of a zeroed table; a sum all-reduce gives everyone the table
     // (the executor's only collectives outside iterations stay all-reduces).
     std::vector<double> all(world * kClockRounds, 0.0);
-    std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(rank_) * kClockRounds);
+    for (int k = 0; k < kClockRounds; ++k) {
+      all[static_cast<std::size_t>(rank_ * kClockRounds + k)] =
+          static_cast<double>(device_.elapsed_ns(exits.front(), exits[static_cast<std::size_t>(k)]));
+    }
     device_.copy_host_to_device(comm_, times, all.data());
     device_.all_reduce(comm_, times, ElementType::kFP64, ReduceOp::kSum);
     device_.copy_device_to_host(comm_, all.data(), times);
