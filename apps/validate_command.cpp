@@ -15,6 +15,7 @@
 #include "real_trace.hpp"
 #include "core/csv_row_writer.hpp"
 #include "core/input_error.hpp"
+#include "core/rank_imbalance.hpp"
 #include "core/metrics.hpp"
 #include "core/metrics_csv.hpp"
 #include "core/scenario.hpp"
@@ -22,6 +23,7 @@
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/executor.hpp"
 #include "sim/trace_json.hpp"
+#include "sim/trace_recorder.hpp"
 #include "sim/world.hpp"
 
 namespace prefetchlab::apps {
@@ -220,6 +222,28 @@ int validate(const ValidateOptions& o) {
   std::printf("(* of the real step time)\nreal memory includes %.2f MiB per rank of the executor's own workspaces "
               "(input data, upstream gradient, two kernel outputs), which the simulator does not model\n",
               static_cast<double>(workspace_bytes) / (1 << 20));
+  if (scenario.cluster.world_size() > 1) {
+    // Compute per rank and iteration on each side: the real run's compute-stream spans, the
+    // simulation's compute-stream kernels.
+    std::vector<core::RankIterationCompute> real_compute, simulated_compute;
+    for (const auto& span : real.timeline) {
+      using Kind = gpu::TimelineSpan::Kind;
+      if (span.kind == Kind::kForward || span.kind == Kind::kBackward || span.kind == Kind::kOptimizer) {
+        real_compute.push_back({span.rank, span.iteration, span.end_ns - span.start_ns});
+      }
+    }
+    world.trace().for_each_span([&](const sim::TraceSpan& span) {
+      if (span.track == sim::Track::kCompute && span.kind == sim::SpanKind::kKernel) {
+        simulated_compute.push_back({span.rank, span.iteration, span.duration_ns});
+      }
+    });
+    const int ranks = static_cast<int>(scenario.cluster.world_size());
+    std::printf("rank imbalance (busiest rank's compute over the ranks' mean, median of the steady iterations): "
+                "real %s, simulated %s; collectives wait for the busiest rank, so identical simulated ranks "
+                "(no noise:) predict the mean rank's step\n",
+                percent(core::median_rank_imbalance(real_compute, ranks, warmup)).c_str(),
+                percent(core::median_rank_imbalance(simulated_compute, ranks, warmup)).c_str());
+  }
   std::cout << "bucket trajectory: "
             << (same_trajectory ? "identical to the simulator's" : "differs from the simulator's") << "\n"
             << "outputs in: " << dir.string() << " (validate.csv, validate_summary.csv, the real run's samples.csv, "

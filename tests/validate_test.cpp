@@ -169,6 +169,15 @@ void calibrate_then_validate(int ranks, const std::string& scenario = kScenario)
   EXPECT_EQ(per_iteration[0][3], "simulated_step_time_ns");
   EXPECT_EQ(csv_rows(out / "buckets.csv").size(), 1u + 4u * static_cast<unsigned>(ranks));
   EXPECT_GT(csv_rows(out / "samples.csv").size(), 1u);
+  // Several ranks: how unequal they were, real beside simulated (identical simulated ranks: 0).
+  const auto imbalance = v.output.find("rank imbalance");
+  EXPECT_EQ(imbalance != std::string::npos, ranks > 1) << v.output;
+  if (ranks > 1 && imbalance != std::string::npos) {
+    EXPECT_NE(v.output.find("simulated +0.0%", imbalance), std::string::npos) << v.output;
+    const auto real_at = v.output.find("real ", imbalance);
+    ASSERT_NE(real_at, std::string::npos);
+    EXPECT_GE(std::stod(v.output.substr(real_at + 5)), 0.0) << v.output;
+  }
   check_timelines(out, ranks);
 }
 
