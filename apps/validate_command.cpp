@@ -15,9 +15,9 @@
 #include "real_trace.hpp"
 #include "core/csv_row_writer.hpp"
 #include "core/input_error.hpp"
-#include "core/rank_imbalance.hpp"
 #include "core/metrics.hpp"
 #include "core/metrics_csv.hpp"
+#include "core/rank_imbalance.hpp"
 #include "core/scenario.hpp"
 #include "core/trace_mode.hpp"
 #include "gpu_backend/device_backend.hpp"
@@ -69,12 +69,6 @@ const MetricDef kMetrics[] = {
      },
      [](const core::IterationRecord& r) { return r.bucket_numel; }},
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
 
 std::string shown(const MetricDef& m, double v) {
   char buf[48];
@@ -196,7 +190,7 @@ int validate(const ValidateOptions& o) {
             << "real = median of the runs; spread = (max - min) / median over the runs; error = (simulated - real) / "
                "real, stalls relative to the real step time\n";
   std::printf("%-18s %14s %14s %9s %9s\n", "metric", "real", "simulated", "error", "spread");
-  const double real_step = median([&] {
+  const double real_step = core::median([&] {
     std::vector<double> v;
     for (const auto& s : real_stats) v.push_back(static_cast<double>(s.steady_step_time_ns));
     return v;
@@ -206,7 +200,7 @@ int validate(const ValidateOptions& o) {
   for (const auto& m : kMetrics) {
     std::vector<double> values;
     for (const auto& s : real_stats) values.push_back(static_cast<double>(m.summary(s)));
-    const double r = median(values);
+    const double r = core::median(values);
     const double sv = static_cast<double>(m.summary(sim_stats));
     const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
     const double basis = m.relative_to_step ? real_step : r;

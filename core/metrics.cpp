@@ -98,6 +98,12 @@ std::int64_t mean_ns(const std::vector<const IterationRecord*>& records,
 
 }  // namespace
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n == 0 ? 0.0 : (n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]));
+}
+
 SummaryStats summarize(const Metrics& metrics, int warmup_iterations) {
   SummaryStats stats;
   stats.facts = metrics.facts;

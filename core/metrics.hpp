@@ -174,6 +174,8 @@ struct SummaryStats {
 // Median of `values` (odd count: the middle one; even: the mean of the two middle ones rounded
 // down). 0 for an empty input. Values must be non-negative.
 std::int64_t median_ns(std::vector<std::int64_t> values);
+// The same for measured figures: an even count gives the mean of the two middle values.
+double median(std::vector<double> values);
 
 SummaryStats summarize(const Metrics& metrics, int warmup_iterations);
 

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 #include <vector>
+
+#include "core/metrics.hpp"
 
 namespace prefetchlab::core {
 
@@ -21,10 +24,7 @@ double median_rank_imbalance(std::span<const RankIterationCompute> computes, int
     }
     if (sum > 0) imbalances.push_back(most / (sum / ranks) - 1);
   }
-  if (imbalances.empty()) return 0;
-  std::sort(imbalances.begin(), imbalances.end());
-  const std::size_t n = imbalances.size();
-  return n % 2 ? imbalances[n / 2] : 0.5 * (imbalances[n / 2 - 1] + imbalances[n / 2]);
+  return median(std::move(imbalances));  // 0 when no iteration qualifies
 }
 
 }  // namespace prefetchlab::core

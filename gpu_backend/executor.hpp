@@ -68,8 +68,8 @@ struct ExecutorGeometry {
   std::int64_t workspace_bytes = 0;
 };
 
-// One span of the real run on a rank's device, timed by its device events (ns from the run's
-// base event, the end of the set-up all-reduce, common to all ranks): a module's own kernels
+// One span of the real run on a rank's device, timed by its device events (ns on the ranks'
+// common clock, RankExecutor::align_clocks): a module's own kernels
 // (forward or backward), a fetch's window on the compute stream (the fetch hook up to compute's
 // wait for the all-gather stream: the stall sample), a collective on the communication stream,
 // the reduce stream's gradient work, or the optimizer step.

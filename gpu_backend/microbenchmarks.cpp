@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "core/metrics.hpp"
 #include "gpu_backend/rank_failure.hpp"
 
 namespace prefetchlab::gpu {
@@ -45,12 +46,6 @@ class Buffers {
   std::vector<DeviceBuffer> buffers_;
 };
 
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 // Device time of one call of `enqueue` on `stream`: the median over `reps` calls, each between
 // its own pair of events. The median, not the mean: on a shared CPU (the host device, CI) one
 // preempted repetition made a mean GEMM 3x its neighbours' and moved the whole fit.
@@ -63,7 +58,7 @@ double timed_ns(Device& device, StreamId stream, int reps, const std::function<v
   device.synchronize(events.back());
   std::vector<double> ns;
   for (std::size_t i = 1; i < events.size(); ++i) ns.push_back(static_cast<double>(device.elapsed_ns(events[i - 1], events[i])));
-  return median_of(std::move(ns));
+  return core::median(std::move(ns));
 }
 
 // The largest of every rank's `value` (an fp64 all-reduce), so all ranks pick the same
@@ -270,10 +265,10 @@ RankResults run_rank(Device& device, const MicrobenchmarkOptions& o) {
       collective_overlapped.push_back(static_cast<double>(device.elapsed_ns(c0, c1)));
     }
     auto& ct = r.contention;
-    ct.gemm_alone_ns = median_of(gemm_alone);
-    ct.collective_alone_ns = median_of(collective_alone);
-    ct.gemm_overlapped_ns = median_of(gemm_overlapped);
-    ct.collective_overlapped_ns = median_of(collective_overlapped);
+    ct.gemm_alone_ns = core::median(gemm_alone);
+    ct.collective_alone_ns = core::median(collective_alone);
+    ct.gemm_overlapped_ns = core::median(gemm_overlapped);
+    ct.collective_overlapped_ns = core::median(collective_overlapped);
   }
   return r;
 }

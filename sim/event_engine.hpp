@@ -3,7 +3,6 @@
 // so that equal-time events run in the order they were scheduled and a run is a pure function
 // of its inputs. Handlers are plain objects (no std::function, no allocation per event).
 #include <cstdint>
-#include <vector>
 
 #include "sim/monotone_event_queue.hpp"
 
