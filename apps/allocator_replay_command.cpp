@@ -7,10 +7,10 @@
 #include <string>
 
 #include "command_context.hpp"
-#include "core/allocator_options.hpp"
-#include "core/allocator_sequence.hpp"
-#include "core/input_error.hpp"
-#include "core/size_value.hpp"
+#include "core/memory/allocator_options.hpp"
+#include "core/memory/allocator_sequence.hpp"
+#include "core/input/input_error.hpp"
+#include "core/input/size_value.hpp"
 
 namespace prefetchlab::apps {
 namespace {

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "command_context.hpp"
-#include "core/closest_match.hpp"
-#include "core/collective_fit.hpp"
-#include "core/hardware_profile.hpp"
-#include "core/input_error.hpp"
-#include "core/nccl_tests_log.hpp"
+#include "core/input/closest_match.hpp"
+#include "core/hardware/collective_fit.hpp"
+#include "core/hardware/hardware_profile.hpp"
+#include "core/input/input_error.hpp"
+#include "core/hardware/nccl_tests_log.hpp"
 #include "device_calibration.hpp"
 
 namespace prefetchlab::apps {

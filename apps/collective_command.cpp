@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "command_context.hpp"
-#include "core/closest_match.hpp"
-#include "core/hardware_profile.hpp"
-#include "core/input_error.hpp"
-#include "core/nccl_tests_log.hpp"
-#include "core/size_value.hpp"
+#include "core/input/closest_match.hpp"
+#include "core/hardware/hardware_profile.hpp"
+#include "core/input/input_error.hpp"
+#include "core/hardware/nccl_tests_log.hpp"
+#include "core/input/size_value.hpp"
 #include "nccl_tests_table.hpp"
 #include "sim/nccl_tuner_cost_model.hpp"
 

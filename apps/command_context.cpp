@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "core/input_error.hpp"
+#include "core/input/input_error.hpp"
 
 namespace prefetchlab::apps {
 

@@ -3,11 +3,11 @@
 #include <filesystem>
 #include <functional>
 
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace prefetchlab::apps {
 
-// Exit codes of DESIGN.md.
+// Exit codes (docs/architecture.md, "Conventions").
 enum ExitCode : int {
   kExitOk = 0,
   kExitInternalError = 1,

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "command_context.hpp"
-#include "core/input_error.hpp"
-#include "core/scenario.hpp"
+#include "core/input/input_error.hpp"
+#include "core/scenario/scenario.hpp"
 #include "sim/world.hpp"
 #include "static_bucket_grid.hpp"
 

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "command_context.hpp"
-#include "core/closest_match.hpp"
-#include "core/model_config.hpp"
-#include "core/persistence.hpp"
-#include "core/scenario.hpp"
-#include "core/yaml_section.hpp"
+#include "core/input/closest_match.hpp"
+#include "core/model/model_config.hpp"
+#include "core/zero/persistence.hpp"
+#include "core/scenario/scenario.hpp"
+#include "core/input/yaml_section.hpp"
 
 namespace prefetchlab::apps {
 namespace {

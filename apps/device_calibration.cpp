@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "command_context.hpp"
-#include "core/collective_fit.hpp"
-#include "core/hardware_derived.hpp"
-#include "core/hardware_profile.hpp"
-#include "core/input_error.hpp"
-#include "core/model_config.hpp"
+#include "core/hardware/collective_fit.hpp"
+#include "core/hardware/hardware_derived.hpp"
+#include "core/hardware/hardware_profile.hpp"
+#include "core/input/input_error.hpp"
+#include "core/model/model_config.hpp"
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/microbenchmarks.hpp"
 #include "nccl_tests_table.hpp"

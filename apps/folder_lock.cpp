@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "core/input_error.hpp"
+#include "core/input/input_error.hpp"
 
 namespace prefetchlab::apps {
 

@@ -1,6 +1,8 @@
-// prefetchlab: one binary, one subcommand per task (DESIGN.md). Exit codes: 0 ok, 1 internal
-// error, 2 bad input, 3 collective mismatch, 4 out of memory.
+// prefetchlab: one binary, one subcommand per task (docs/architecture.md). Exit codes: 0 ok, 1
+// internal error, 2 bad input, 3 collective mismatch, 4 out of memory.
 #include <CLI/CLI.hpp>
+
+#include <string>
 
 #include "allocator_replay_command.hpp"
 #include "calibrate_command.hpp"
@@ -14,12 +16,33 @@
 #include "sweep_command.hpp"
 #include "validate_command.hpp"
 #include "tune_command.hpp"
+#include "prefetchlab/build_info.hpp"
 #include "prefetchlab/version.hpp"
+
+namespace {
+
+// `--version`: what a bug report needs: the version, the commit, and what this binary can do.
+std::string version_text() {
+#ifdef PREFETCHLAB_HAVE_CUDA
+  constexpr const char* cuda = "yes";
+#else
+  constexpr const char* cuda = "no (CUDA toolkit or NCCL not found at build time)";
+#endif
+  std::string text = std::string("prefetchlab ") + prefetchlab::kVersion + "\n";
+  text += std::string("commit: ") + prefetchlab::kCommit + "\n";
+  text += std::string("CUDA + NCCL backend: ") + cuda + "\n";
+  text += "host-thread backend: yes\n";
+  text += std::string("mimalloc: ") + (PREFETCHLAB_FEATURE_MIMALLOC ? "yes" : "no") + "\n";
+  text += std::string("link-time optimisation: ") + (PREFETCHLAB_FEATURE_LTO ? "yes" : "no");
+  return text;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace prefetchlab::apps;
   CLI::App app{"PrefetchLab: ZeRO-3 prefetch simulator and tuner"};
-  app.set_version_flag("--version", prefetchlab::kVersion);
+  app.set_version_flag("--version", version_text);
   app.require_subcommand(1);
   int exit_code = kExitOk;
   add_describe_command(app, &exit_code);

@@ -8,11 +8,11 @@
 #include <optional>
 
 #include "command_context.hpp"
-#include "core/csv_row_writer.hpp"
-#include "core/input_error.hpp"
-#include "core/json_file.hpp"
-#include "core/sweep_manifest.hpp"
-#include "core/sweep_results.hpp"
+#include "core/io/csv_row_writer.hpp"
+#include "core/input/input_error.hpp"
+#include "core/io/json_file.hpp"
+#include "apps/search/sweep_manifest.hpp"
+#include "apps/search/sweep_results.hpp"
 
 namespace prefetchlab::apps {
 namespace {

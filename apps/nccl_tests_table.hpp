@@ -1,12 +1,12 @@
 #pragma once
 // The result table of nccl-tests (all_gather_perf, reduce_scatter_perf, all_reduce_perf) as
 // they print it, for anything PrefetchLab reports per collective size: `collective`'s model
-// and `calibrate --backend`'s measurements. core/nccl_tests_log.hpp reads it back.
+// and `calibrate --backend`'s measurements. core/hardware/nccl_tests_log.hpp reads it back.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "core/nccl_tests_log.hpp"
+#include "core/hardware/nccl_tests_log.hpp"
 
 namespace prefetchlab::apps {
 

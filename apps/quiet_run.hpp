@@ -3,8 +3,8 @@
 // are held, so thousands of runs (sweep, tune) stay flat in memory.
 #include <atomic>
 
-#include "core/metrics.hpp"
-#include "core/scenario.hpp"
+#include "core/metrics/metrics.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace prefetchlab::apps {
 

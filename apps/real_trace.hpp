@@ -7,7 +7,7 @@
 // timed by the device's own events on one clock for every rank.
 #include <filesystem>
 
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 #include "gpu_backend/executor.hpp"
 
 namespace prefetchlab::apps {

@@ -5,10 +5,10 @@
 #include <string>
 
 #include "command_context.hpp"
-#include "core/controller_replay.hpp"
-#include "core/metrics_csv.hpp"
-#include "core/samples_reader.hpp"
-#include "core/scenario.hpp"
+#include "core/control/controller_replay.hpp"
+#include "core/metrics/metrics_csv.hpp"
+#include "core/control/samples_reader.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace prefetchlab::apps {
 namespace {

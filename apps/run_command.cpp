@@ -9,12 +9,12 @@
 #include <optional>
 
 #include "command_context.hpp"
-#include "core/json_file.hpp"
-#include "core/metrics_csv.hpp"
-#include "core/prefetch_controller.hpp"
-#include "core/scenario.hpp"
-#include "core/scenario_json.hpp"
-#include "core/summary_json.hpp"
+#include "core/io/json_file.hpp"
+#include "core/metrics/metrics_csv.hpp"
+#include "core/control/prefetch_controller.hpp"
+#include "core/scenario/scenario.hpp"
+#include "core/scenario/scenario_json.hpp"
+#include "core/metrics/summary_json.hpp"
 #include "sim/trace_json.hpp"
 #include "sim/world.hpp"
 

@@ -29,12 +29,12 @@
 #include <vector>
 
 #include "command_context.hpp"
-#include "core/csv_row_writer.hpp"
-#include "core/input_error.hpp"
-#include "core/json_file.hpp"
-#include "core/scenario.hpp"
-#include "core/size_value.hpp"
-#include "core/tune_search.hpp"
+#include "core/io/csv_row_writer.hpp"
+#include "core/input/input_error.hpp"
+#include "core/io/json_file.hpp"
+#include "core/scenario/scenario.hpp"
+#include "core/input/size_value.hpp"
+#include "apps/search/tune_search.hpp"
 #include "parallel_runner.hpp"
 #include "static_bucket_grid.hpp"
 #include "quiet_run.hpp"
@@ -462,7 +462,7 @@ int tune(const TuneOptions& options) {
      << "- objective: worst scenario's throughput relative to its own best static bucket, + "
      << fixed(kMeanWeight, 1) << " x the mean of those ratios (tie-breaker); infeasible = any run out of memory "
      << "or over the cap. Tuned score " << fixed(result.best.score, 4) << "\n"
-     << "- search: pattern (compass) search with shrinking steps in log space (core/tune_search.hpp)\n\n"
+     << "- search: pattern (compass) search with shrinking steps in log space (apps/search/tune_search.hpp)\n\n"
      << "## Tuned settings\n\n| key | value | in DeepSpeed |\n|---|---|---|\n";
   for (const auto& setting : space.settings(tuned)) {
     md << "| " << setting.key << " | " << setting.value << " | " << setting.deepspeed << " |\n";

@@ -6,14 +6,14 @@
 #include <cstdio>
 #include <string_view>
 
-#include "core/controller_config.hpp"
-#include "core/zero_config.hpp"
+#include "core/control/controller_config.hpp"
+#include "core/zero/zero_config.hpp"
 
 namespace prefetchlab::apps {
 namespace {
 
-// DeepSpeed's code defaults (research deepspeed-zero3.md §1.1) and PR #8431's constants (§3.2,
-// kept by the follow-up §3.4, which hard-codes all but min/max): the config types hold them.
+// DeepSpeed's code defaults (deepspeed/runtime/zero/config.py) and PR #8431's constants (kept by
+// the follow-up 6e70233, which hard-codes all but min/max): the config types hold them.
 const core::ZeroConfig kZeroDefaults{};
 const core::ControllerConfig kControllerDefaults{};
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tune_search.hpp"
+#include "apps/search/tune_search.hpp"
 
 namespace prefetchlab::apps {
 

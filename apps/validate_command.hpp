@@ -1,6 +1,6 @@
 #pragma once
 // `prefetchlab validate`: one scenario on a real device (gpu::Executor) and in the simulator,
-// compared metric by metric (DESIGN.md "The real backend").
+// compared metric by metric (docs/real-backend.md).
 #include <CLI/CLI.hpp>
 
 namespace prefetchlab::apps {

@@ -3,7 +3,7 @@
 // Issue target: >= 5 million events per second on one core; quote alongside event_engine_bench.
 #include <benchmark/benchmark.h>
 
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 #include "sim/world.hpp"
 
 namespace {

@@ -8,18 +8,20 @@
 namespace prefetchlab::gpu {
 
 enum class SyncTag {
-  // Inside an iteration, where DeepSpeed's host blocks (research deepspeed-zero3.md):
-  kFetchThrottle,       // §1.5 B: more than 2 outstanding fetch events -> synchronize the oldest
-  kReduceThrottle,      // §2: more than 2 outstanding reduce events -> synchronize the oldest
-  kEndOfBackward,       // §2: reduce_and_partition_stream.synchronize() after the last flush
-  kTraceCheck,          // §1.4: assert_ints_same_as_other_ranks at a non-COMPLETE reset_step
-  kPersistentRegather,  // §1.2: the blocking persistent re-gather after the optimizer step
+  // Inside an iteration, where DeepSpeed's host blocks (files of deepspeed/runtime/zero/ in
+  // deepspeedai/DeepSpeed, "coordinator" = partitioned_param_coordinator.py; the controller's
+  // two in the follow-up commit 0z5a/DeepSpeed 6e70233):
+  kFetchThrottle,       // coordinator: > 2 outstanding fetch events -> synchronize the oldest
+  kReduceThrottle,      // stage3.py: > 2 outstanding reduce events -> synchronize the oldest
+  kEndOfBackward,       // stage3.py: reduce_and_partition_stream.synchronize() after the last flush
+  kTraceCheck,          // coordinator: assert_ints_same_as_other_ranks at a non-COMPLETE reset_step
+  kPersistentRegather,  // stage3.py _post_step: the blocking persistent re-gather after the step
   // World size 1 only: NoGather(Coalesced)Handle.wait runs current_stream().synchronize() on
-  // its first wait (deepspeed/runtime/zero/partition_parameters.py; §1.6: one partition ⇒
-  // no-gather handle).
+  // its first wait (deepspeed/runtime/zero/partition_parameters.py: one partition ⇒ no-gather
+  // handle).
   kNoGatherWait,
-  kControllerSamples,   // §3.4: the follow-up reads last iteration's fetch events at reset_step
-  kAgreement,           // §3.4: .item() on the controller's all-reduce MAX
+  kControllerSamples,   // 6e70233: the follow-up reads last iteration's fetch events at reset_step
+  kAgreement,           // 6e70233: .item() on the controller's all-reduce MAX
   kAllocatorRetry,      // the caching allocator's out-of-memory retry (cudaDeviceSynchronize)
   // Outside iterations (not DeepSpeed's training loop):
   kSetup,               // parameters uploaded, model states ready

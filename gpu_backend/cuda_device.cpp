@@ -10,8 +10,8 @@
 #include <thread>
 #include <utility>
 
-#include "core/caching_allocator.hpp"
-#include "core/device_memory.hpp"
+#include "core/memory/caching_allocator.hpp"
+#include "core/memory/device_memory.hpp"
 #include "gpu_backend/cuda_kernels.hpp"
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/failure_state.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// The CUDA + NCCL device (DESIGN.md "The real backend"): one GPU per rank in one process, one
+// The CUDA + NCCL device (docs/real-backend.md): one GPU per rank in one process, one
 // host thread per GPU (the executor's rank threads).
 //   streams   cudaStream_t (non-blocking)
 //   events    cudaEvent_t with timing; host waits poll cudaEventQuery so a failed group or a
@@ -15,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/allocator_options.hpp"
+#include "core/memory/allocator_options.hpp"
 #include "gpu_backend/device_group.hpp"
 
 namespace prefetchlab::gpu {

@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/caching_allocator.hpp"
-#include "core/memory_stats.hpp"
+#include "core/memory/caching_allocator.hpp"
+#include "core/memory/memory_stats.hpp"
 #include "gpu_backend/element_type.hpp"
 
 namespace prefetchlab::gpu {

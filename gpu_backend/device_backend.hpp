@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/allocator_options.hpp"
+#include "core/memory/allocator_options.hpp"
 #include "gpu_backend/device_group.hpp"
 
 namespace prefetchlab::gpu {

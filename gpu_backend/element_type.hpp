@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "core/model_spec.hpp"
+#include "core/model/model_spec.hpp"
 
 namespace prefetchlab::gpu {
 

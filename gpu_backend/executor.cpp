@@ -69,7 +69,7 @@ void append_timeline(RankExecutor& rank, const RankIteration& it, std::vector<Ti
   for (const auto& [from, to] : it.optimizer_spans) add(Kind::kOptimizer, from, to, -1, core::Phase::kBackward);
 }
 
-// The Metrics aggregation rule (core/metrics.hpp): the maximum over ranks.
+// The Metrics aggregation rule (core/metrics/metrics.hpp): the maximum over ranks.
 core::IterationRecord combine(std::vector<std::unique_ptr<RankExecutor>>& ranks, std::size_t index) {
   core::IterationRecord record;
   bool first = true;

@@ -1,7 +1,7 @@
 #pragma once
 // gpu::Executor — runs a scenario's model for N iterations on a DeviceGroup as real work, one
 // host thread per rank, driven by core::Coordinator and the scenario's core controller: the
-// very code the simulator runs (DESIGN.md "The real backend"). Fills the same core::Metrics.
+// very code the simulator runs (docs/architecture.md). Fills the same core::Metrics.
 //
 // Per rank: parameter shards (real numbers) in device memory; the coordinator's plans run as
 // coalesced all-gathers into one flat buffer per bucket on an all-gather stream (through a
@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "core/metrics.hpp"
-#include "core/phase.hpp"
-#include "core/scenario.hpp"
+#include "core/metrics/metrics.hpp"
+#include "core/zero/phase.hpp"
+#include "core/scenario/scenario.hpp"
 #include "gpu_backend/call_log.hpp"
 #include "gpu_backend/device_group.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
-// The host-thread device (DESIGN.md "The real backend"): runs anywhere, so every line of the
-// executor is exercised in CI without a GPU.
+// The host-thread device (docs/architecture.md, "The real backend"): runs anywhere, so every line
+// of the executor is exercised in CI without a GPU.
 //   ranks     threads (the executor's), one HostDevice each
 //   streams   ordered worker queues, one worker thread per stream
 //   events    completion markers stamped with steady_clock when the stream reaches them
@@ -16,9 +16,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/allocator_options.hpp"
-#include "core/caching_allocator.hpp"
-#include "core/device_memory.hpp"
+#include "core/memory/allocator_options.hpp"
+#include "core/memory/caching_allocator.hpp"
+#include "core/memory/device_memory.hpp"
 #include "gpu_backend/device_group.hpp"
 #include "gpu_backend/failure_state.hpp"
 #include "gpu_backend/rendezvous.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "core/metrics.hpp"
+#include "core/metrics/metrics.hpp"
 #include "gpu_backend/rank_failure.hpp"
 
 namespace prefetchlab::gpu {

@@ -1,11 +1,11 @@
 #pragma once
-// The device microbenchmarks `calibrate --backend` fits a hardware profile from (DESIGN.md "The
-// real backend"): collectives over sizes (nccl-tests' convention), GEMMs of given shapes with
-// the backward pair the executor issues for them, a memory-bound pass, an Adam step,
+// The device microbenchmarks `calibrate --backend` fits a hardware profile from
+// (docs/real-backend.md): collectives over sizes (nccl-tests' convention), GEMMs of given shapes
+// with the backward pair the executor issues for them, a memory-bound pass, an Adam step,
 // host<->device copies, the host cost of enqueueing a kernel and a collective, and a GEMM
-// overlapped with an all-gather (contention). Never a scenario's model
-// run: only these kernels. Every rank runs every benchmark at once on its own thread, as ranks
-// do in training (on the host device they share the CPU, which is part of what is measured).
+// overlapped with an all-gather (contention). Never a scenario's model run: only these kernels.
+// Every rank runs every benchmark at once on its own thread, as ranks do in training (on the host
+// device they share the CPU, which is part of what is measured).
 #include <cstdint>
 #include <functional>
 #include <vector>

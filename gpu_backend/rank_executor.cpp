@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <variant>
 
-#include "core/host_throttle.hpp"
-#include "core/persistence.hpp"
-#include "core/scenario_coordinator.hpp"
+#include "core/zero/host_throttle.hpp"
+#include "core/zero/persistence.hpp"
+#include "core/scenario/scenario_coordinator.hpp"
 #include "gpu_backend/clock_consensus.hpp"
 #include "gpu_backend/host_kernels.hpp"
 #include "gpu_backend/seeded_data.hpp"
@@ -80,7 +80,7 @@ RankExecutor::RankExecutor(const core::Scenario& scenario, Device& device, const
   reduce_stream_ = device_.create_stream("reduce_scatter");
   comm_ = device_.create_stream("communicator");
   // overlap_comm=false puts DeepSpeed's all-gather and reduce "streams" on the default stream
-  // (research §1.12).
+  // (DeepSpeed's parameter_offload.py and stage3.py).
   all_gather_ = scenario.zero.overlap_comm ? all_gather_stream_ : compute_;
   reduce_ = scenario.zero.overlap_comm ? reduce_stream_ : compute_;
 }
@@ -207,8 +207,8 @@ DeviceSpan RankExecutor::ws(const DeviceBuffer& buffer, std::int64_t numel) cons
 // --- setup ---
 
 // ZeRO-3's resident model states, in the order and sizes sim/rank_process.cpp allocates them
-// (research hardware-and-allocator.md §5.4; offloaded states live in host memory instead), then
-// the workspace the real kernels read and write.
+// (Rajbhandari et al. 2020; DeepSpeed's stage3.py; offloaded states live in host memory instead),
+// then the workspace the real kernels read and write.
 void RankExecutor::allocate_model_states() {
   if (!offload_param_) shards_ = allocate(shard_numel_ * element_bytes_, compute_, "parameter shards");
   if (!offload_optimizer_) {
@@ -334,7 +334,7 @@ void RankExecutor::run_iteration(int iteration) {
   grad_uses_left_ = grad_uses_;
   std::fill(grad_uses_done_.begin(), grad_uses_done_.end(), 0);
 
-  // Root forward pre-hook: reset_step (research §1.4) — the only place it runs.
+  // Root forward pre-hook: reset_step (parameter_offload.py) — the only place it runs.
   doing_ = "reset_step";
   doing_module_ = -1;
   Context context;
@@ -349,7 +349,7 @@ void RankExecutor::run_iteration(int iteration) {
   current_->backward_compute_end_event = device_.record(compute_);
 
   // End of backward (independent_gradient_partition_epilogue): flush, then the host
-  // synchronises the reduce stream (research §2).
+  // synchronises the reduce stream (stage3.py).
   doing_ = "end of backward";
   doing_module_ = -1;
   if (!bucket_.empty()) flush_reduce_bucket();
@@ -372,7 +372,7 @@ void RankExecutor::run_iteration(int iteration) {
   current_->iteration_end_event = device_.record(compute_);
 }
 
-// Contract of core/prefetch_controller.hpp, steps 1-3, at reset_step.
+// Contract of core/control/prefetch_controller.hpp, steps 1-3, at reset_step.
 void RankExecutor::update_controller(int iteration) {
   doing_ = "controller update";
   if (iteration > 1 && !controller_->decides_per_fetch()) {
@@ -429,7 +429,7 @@ std::vector<double> RankExecutor::agree_on_device(const std::vector<double>& val
 }
 
 // A module's fetch hook (fetch_sub_module): the sample window opens at the top of the fetch and
-// closes once compute waits for the all-gather stream (research §3.4).
+// closes once compute waits for the all-gather stream (as the follow-up 6e70233 samples).
 void RankExecutor::fetch_hook(int module, core::Phase phase) {
   doing_ = phase == core::Phase::kForward ? "forward fetch" : "backward fetch";
   doing_module_ = module;
@@ -667,7 +667,7 @@ void RankExecutor::memory_pass(std::int64_t numel, int passes) {
   }
 }
 
-// --- backward gradients: the IPG bucket and its reduce-scatter (research §2) ---
+// --- backward gradients: the IPG bucket and its reduce-scatter (DeepSpeed's stage3.py) ---
 
 void RankExecutor::gradients_ready(int module) {
   const auto& spec = model_.modules[static_cast<std::size_t>(module)];
@@ -707,7 +707,7 @@ void RankExecutor::gradients_ready(int module) {
 }
 
 void RankExecutor::flush_reduce_bucket() {
-  // Host throttle identical to the fetch path (research §2).
+  // Host throttle identical to the fetch path (stage3.py, max_param_reduce_events).
   if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
                                                      [&](EventId e) { return device_.query(e); })) {
     host_sync(*oldest, SyncTag::kReduceThrottle, &current_->host_comm_blocked_ns);
@@ -735,7 +735,8 @@ void RankExecutor::flush_reduce_bucket() {
   };
   const EventId prepare_start = device_.record(reduce_);
   // A single gradient that divides evenly is reduced where it lies (its chunks are already
-  // contiguous): reduce_scatter_coalesced skips the interleaving copy then (research §2).
+  // contiguous): reduce_scatter_coalesced skips the interleaving copy then
+  // (coalesced_collectives.py).
   const bool interleave = !(params.size() == 1 && padded_numel == model_.params[static_cast<std::size_t>(params[0])].numel);
   std::optional<DeviceBuffer> flat;
   DeviceSpan flat_span = source_of(params[0]);
@@ -933,8 +934,8 @@ void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {
       last_done = memory.done;
     }
     // Materialising a coalesced handle copies each parameter out of the flat buffer (the
-    // W chunks of each, concatenated): ~2x the bucket until the flat buffer goes (research
-    // §1.6). A single parameter is a view of its buffer.
+    // W chunks of each, concatenated): ~2x the bucket until the flat buffer goes
+    // (partition_parameters.py). A single parameter is a view of its buffer.
     const bool coalesced = handle.params.size() > 1;
     for (const std::int64_t id : handle.gathers) {
       GatherMemory& memory = gathers_[static_cast<std::size_t>(id)];
@@ -993,9 +994,9 @@ void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {
   (void)context;
 }
 
-// assert_ints_same_as_other_ranks (research §1.4): per list, rank 0's length and then its
-// contents are broadcast (a SUM all-reduce to which other ranks contribute zeros) and compared
-// with this rank's own; a difference fails the run naming the rank.
+// assert_ints_same_as_other_ranks (partitioned_param_coordinator.py): per list, rank 0's length and
+// then its contents are broadcast (a SUM all-reduce to which other ranks contribute zeros) and
+// compared with this rank's own; a difference fails the run naming the rank.
 void RankExecutor::execute_trace_check(const core::RankTraceCheck& check) {
   if (world_size_ == 1) return;
   std::vector<std::vector<int>> lists;
@@ -1075,7 +1076,7 @@ AdamArgs RankExecutor::adam_args(DeviceSpan params, DeviceSpan grads, DeviceSpan
 // host is busy meanwhile, as in the simulator), then the updated 16-bit parameters go up to the
 // device shards on the compute stream — or, with the shards offloaded too, are written in place.
 // The gradients came down before the end-of-backward synchronisation, so no other wait is needed
-// (DeepSpeed's host waits there too, research deepspeed-zero3.md §2). Every earlier fetch copy out
+// (DeepSpeed's host waits there too, stage3.py). Every earlier fetch copy out
 // of the host shards was awaited by compute work that the reduce stream, and so that
 // synchronisation, came after: rewriting them in place is safe.
 void RankExecutor::cpu_adam() {

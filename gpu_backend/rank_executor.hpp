@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "core/checkpoint_units.hpp"
-#include "core/coordinator.hpp"
-#include "core/fetch_samples.hpp"
-#include "core/prefetch_controller.hpp"
-#include "core/reduce_bucket.hpp"
-#include "core/scenario.hpp"
-#include "core/skipped_modules.hpp"
+#include "core/model/checkpoint_units.hpp"
+#include "core/zero/coordinator.hpp"
+#include "core/control/fetch_samples.hpp"
+#include "core/control/prefetch_controller.hpp"
+#include "core/zero/reduce_bucket.hpp"
+#include "core/scenario/scenario.hpp"
+#include "core/scenario/skipped_modules.hpp"
 #include "gpu_backend/executor.hpp"
 
 namespace prefetchlab::gpu {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/random_stream.hpp"
+#include "core/scenario/random_stream.hpp"
 #include "gpu_backend/host_kernels.hpp"
 
 namespace prefetchlab::gpu {

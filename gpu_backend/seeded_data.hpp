@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/model_spec.hpp"
+#include "core/model/model_spec.hpp"
 #include "gpu_backend/element_type.hpp"
 
 namespace prefetchlab::gpu {

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "core/json_file.hpp"
+#include "core/io/json_file.hpp"
 
 namespace prefetchlab::sim {
 namespace {

@@ -77,7 +77,7 @@ class ChromeTraceWriter {
 
   // The whole document (ends with a newline).
   std::string render() const;
-  // render(), written atomically (temporary file + rename, see core/json_file.hpp).
+  // render(), written atomically (temporary file + rename, see core/io/json_file.hpp).
   void write(const std::filesystem::path& path) const;
 
  private:

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/calibration.hpp"
-#include "core/hardware_profile.hpp"
+#include "core/hardware/calibration.hpp"
+#include "core/hardware/hardware_profile.hpp"
 #include "sim/event_engine.hpp"
 
 namespace prefetchlab::sim {

@@ -1,9 +1,10 @@
 #pragma once
 // One NCCL communicator over a group of ranks. Collectives on a communicator run in host issue
-// order on every rank (ProcessGroupNCCL uses one internal stream per communicator; research
-// deepspeed-zero3.md §1.7), and a collective starts only when every rank has reached it. Ranks
-// that reach different collectives (kind or size) are a *collective mismatch*: the hang a real
-// job would suffer, reported with where it happened.
+// order on every rank (ProcessGroupNCCL uses one internal stream per communicator: pytorch/pytorch
+// torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; docs/source/notes/fsdp.rst says the same of
+// FSDP), and a collective starts only when every rank has reached it. Ranks that reach different
+// collectives (kind or size) are a *collective mismatch*: the hang a real job would suffer,
+// reported with where it happened.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,8 +34,9 @@ struct CollectiveMismatch {
   std::vector<CollectiveCall> calls;  // per rank in `ranks`
 };
 
-// Told when a collective starts (everyone arrived) and ends; the start hook returns a factor
-// that stretches the collective (contention with compute, research hardware-and-allocator.md §3).
+// Told when a collective starts (everyone arrived) and ends; the start hook returns a factor that
+// stretches the collective (contention with compute: Lee et al., arXiv:2507.03114;
+// NVIDIA/nccl #1433).
 class CollectiveListener {
  public:
   virtual double on_collective_start(std::int64_t seq, const CollectiveCall& call) = 0;

@@ -5,14 +5,14 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/hardware_derived.hpp"
-#include "core/input_error.hpp"
+#include "core/hardware/hardware_derived.hpp"
+#include "core/input/input_error.hpp"
 
 namespace prefetchlab::sim {
 namespace {
 
-// Flash-style attention backward ~2.5x its forward (notes §6), split over the two backward
-// kernels this model charges.
+// Flash-style attention backward ~2.5x its forward (5 vs 2 matmuls, Dao et al. 2022; an estimate),
+// split over the two backward kernels this model charges.
 constexpr double kAttentionBackwardPerKernel = 2.5 / 2.0;
 constexpr int kBackwardKernels = 2;
 

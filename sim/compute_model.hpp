@@ -2,19 +2,19 @@
 // Device time of kernels and host cost of issuing work, for one GPU of a hardware profile.
 // A kernel takes whichever is longer: its FLOPs at the dense peak times gemm_efficiency, or its
 // memory traffic at peak bandwidth times memory_efficiency (a roofline with two measured
-// ceilings; research hardware-and-allocator.md §2.2, "notes" below), then times
+// ceilings: core/hardware/calibration.hpp names their sources), then times
 // compute_time_scale. Durations are rounded to the nearest ns (std::llround: deterministic).
 // GEMMs (Linear / Conv1D modules) reach gemm_efficiency only when large: their FLOP ceiling is
-// scaled by gemm_shape_fraction(M*N*K), fitted to an H100 BF16 torch.matmul sweep (notes §2.2,
-// zzc0721/torch-performance-test-data #79: 176.6 / 676.6 / 788.7 / 797.5 TFLOPS at
+// scaled by gemm_shape_fraction(M*N*K), fitted to an H100 BF16 torch.matmul sweep
+// (zzc0721/torch-performance-test-data #79: 176.6 / 676.6 / 788.7 / 797.5 TFLOPS at
 // 1024^3 / 2048^3 / 4096^3 / 8192^3). Memory-bound kernels are bytes over bandwidth.
-// Not here: slow-down while collectives run on the same GPU (contention, notes §3).
+// Not here: slow-down while collectives run on the same GPU (contention, see World).
 #include <cstdint>
 #include <optional>
 
-#include "core/calibration.hpp"
-#include "core/hardware_profile.hpp"
-#include "core/model_spec.hpp"
+#include "core/hardware/calibration.hpp"
+#include "core/hardware/hardware_profile.hpp"
+#include "core/model/model_spec.hpp"
 #include "sim/event_engine.hpp"
 
 namespace prefetchlab::sim {
@@ -48,9 +48,10 @@ class ComputeModel {
   // A module's own backward work, modelled as two kernels, each with the forward's memory
   // traffic and the forward's FLOPs, except the attention core (the s^2 terms), whose FLOPs
   // count 1.25x in each:
-  //  - matmuls: grad wrt input + grad wrt weight, each a GEMM of the forward's size (notes §6
-  //    "Backward ~ 2x forward for every matmul");
-  //  - attention core: a flash-style backward is ~2.5x its forward (5 vs 2 matmuls, notes §6);
+  //  - matmuls: grad wrt input + grad wrt weight, each a GEMM of the forward's size (backward
+  //    is 2x forward for every matmul: Narayanan et al. 2021, arXiv:2104.04473);
+  //  - attention core: a flash-style backward is ~2.5x its forward (5 vs 2 matmuls in
+  //    FlashAttention's algorithm, Dao et al. 2022, arXiv:2205.14135; an estimate);
   //  - memory-bound parts: read the saved input and the output gradient, write the input
   //    gradient: ~2x the forward's traffic (the same read-one-write-one shape twice).
   // So backward >= 2x forward, exactly 2x for a module without attention.
@@ -68,9 +69,10 @@ class ComputeModel {
   //   fused Adam: read param, grad, exp_avg, exp_avg_sq       16
   //               write param, exp_avg, exp_avg_sq            12
   //   updated fp32 master copied into the e-byte param shard  4 + e  (read, write)
-  // = 36 + 3e: 42 bytes for bf16/fp16, 48 for fp32. The 12 bytes of fp32 master + m + v are
-  // research §5.4 (ZeRO paper, K = 12); the per-kernel traffic is this derivation, not measured.
-  // A calibrated device_adam_elements_per_s (a measured Adam kernel) replaces the derivation.
+  // = 36 + 3e: 42 bytes for bf16/fp16, 48 for fp32. The 12 bytes of fp32 master + m + v are the
+  // ZeRO paper's K = 12 (Rajbhandari et al. 2020, arXiv:1910.02054); the per-kernel traffic is this
+  // derivation, not measured. A calibrated device_adam_elements_per_s (a measured Adam kernel)
+  // replaces the derivation.
   TimeNs optimizer_step_ns(std::int64_t shard_numel) const;
   static std::int64_t optimizer_bytes_per_element(core::DType dtype);
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <variant>
 
-#include "core/hardware_derived.hpp"
+#include "core/hardware/hardware_derived.hpp"
 
 namespace prefetchlab::sim {
 namespace {
@@ -19,7 +19,7 @@ constexpr int kProtocols = 3;  // LL, LL128, Simple: NCCL's order
 
 int index(NcclProtocol p) { return static_cast<int>(p); }
 
-// --- Latency constants, us (notes §1.2, tuning.cc ncclTunerConstantsDefaults) ---------------
+// --- Latency constants, us (NVIDIA/nccl src/graph/tuning.cc ncclTunerConstantsDefaults) -----
 constexpr std::array<double, kProtocols> kRingBaseUs{6.6, 14.0, 8.4};
 constexpr std::array<double, kProtocols> kRingNvlinkHopUs{0.6, 1.9, 3.4};
 constexpr std::array<double, kProtocols> kRingPciHopUs{1.0, 2.5, 5.7};
@@ -27,7 +27,7 @@ constexpr std::array<double, kProtocols> kRingNetHopUs{2.7, 4.0, 14.0};
 // With one GPU per node NCCL takes the Tree NET latency for the inter-node steps.
 constexpr std::array<double, kProtocols> kTreeNetHopUs{5.0, 8.5, 14.0};
 // netOverhead: 1.0 us on Intel x86 and other CPUs (2.0 on AMD; profiles do not name the CPU),
-// x3 for Simple. The graph's latencyInter (NIC plugin property) is not in the notes: 0.
+// x3 for Simple. The graph's latencyInter (NIC plugin property, known at run time) is taken as 0.
 constexpr double kNetOverheadUs = 1.0;
 constexpr double kSimpleNetOverheadFactor = 3.0;
 // Multi-node ring all-reduce with Simple on Ampere and later: latency x1.4 once
@@ -37,12 +37,12 @@ constexpr double kPlateauBytesPerChannelRank = 64;
 // NVLS: the NVLink NVLS hardware latency replaces the base (no base added).
 constexpr double kNvlsLatencyUs = 25.0;
 // PCIe without peer-to-peer: NCCL's SHM transport stages every ring step through host memory.
-// Not a tuner constant (the tuner charges the PCI class); an estimate from the notes: 8x RTX 4090
+// Not a tuner constant (the tuner charges the PCI class); an estimate from 8x RTX 4090
 // all_reduce of 8 B takes 40-42 us (NVIDIA/nccl #1530) where the PCI LL constants give
 // 6.6 + 14 x 1.0 = 20.6 us, i.e. ~1.5 us more per step. Applied to every protocol.
 constexpr double kShmExtraHopUs = 1.5;
 
-// --- Bandwidth (notes §1.2) ---------------------------------------------------------------
+// --- Bandwidth (NVIDIA/nccl src/graph/topo.h, topo.cc, search.cc, tuning.cc) -------------
 // Per-NVLink-link speed NCCL's topology assigns, GB/s: SM80 20.0, SM90 20.6, SM100 40.1.
 constexpr double kNvlinkAmpereGBps = 20.0;
 constexpr double kNvlinkHopperGBps = 20.6;
@@ -55,17 +55,17 @@ double nccl_pcie_gbps(int generation, int lanes) {
 }
 // Through host memory every GPU's link carries its send (D2H) and its receive (H2D) at once,
 // and simultaneous H2D + D2H is not additive: 11-16 GB/s each way against 24-27 one way on the
-// 8x RTX 4090 Gen4 box (NVIDIA/nvbandwidth #15, notes §2.1). Half the link: an estimate.
+// 8x RTX 4090 Gen4 box (NVIDIA/nvbandwidth #15). Half the link: an estimate.
 constexpr double kShmLinkFraction = 0.5;
 // Per-channel ring speeds the search tries (GB/s), by generation.
 constexpr std::array<double, 13> kSpeedsAmpere{40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
 constexpr std::array<double, 11> kSpeedsHopper{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
 constexpr std::array<double, 12> kSpeedsBlackwell{90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18};
-// Search bounds: at most MAXCHANNELS/2 rings, at least 2 (sjeaugey, NVIDIA/nccl #689, notes §3).
+// Search bounds: at most MAXCHANNELS/2 rings, at least 2 (sjeaugey, NVIDIA/nccl #689).
 constexpr int kMaxSearchChannels = 32;
 constexpr int kMinChannels = 2;
 // NCCL duplicates fast rings (search.cc: bwIntra >= 25 GB/s -> twice the channels, each half
-// the speed); it changes the channel count, not the total. Not in the notes: my reading.
+// the speed); it changes the channel count, not the total. Our reading of search.cc.
 constexpr double kDuplicateAboveGBps = 25.0;
 constexpr int kMaxChannels = 64;  // MAXCHANNELS
 // LL: min(llMaxBw, 0.5 x busBW); llMaxBw single node Ampere 87.7, Hopper 141, Blackwell 282.

@@ -1,8 +1,8 @@
 #pragma once
-// The collective cost model that follows NCCL's own tuner (src/graph/tuning.cc, search.cc,
-// enqueue.cc as the research notes describe them: /work/shared/research/hardware-and-allocator.md
-// §1.1-1.3, "notes" below). For every call it evaluates each algorithm/protocol NCCL would
-// consider and keeps the one with the lowest predicted time, as NCCL does:
+// The collective cost model that follows NCCL's own tuner (NVIDIA/nccl 2.30 master:
+// src/graph/tuning.cc, search.cc, topo.cc, topo.h and src/enqueue.cc). For every call it evaluates
+// each algorithm/protocol NCCL would consider and keeps the one with the lowest predicted time, as
+// NCCL does:
 //   ring all-gather / reduce-scatter:  t = lat(p) + (n-1)/n * S / busBW(p)
 //   ring all-reduce (RS then AG):      t = lat(p) + (n-1)/n * S / busBW_rs(p) + (same for AG)
 //   NVLS (NVSwitch, Hopper+, one node, Simple only): lat = 25 us, busBW from the NVLink total

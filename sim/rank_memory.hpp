@@ -3,14 +3,15 @@
 // with one pool per stream (compute, all-gather, reduce-scatter) and cross-stream frees that
 // wait until the other stream has passed the point of use (recordStream). Every simulated
 // tensor of ZeRO-3 goes through here, so allocated vs reserved, fragmentation and OOM are the
-// allocator's, not an estimate (research hardware-and-allocator.md §4-5).
+// allocator's, not an estimate (PyTorch's c10/cuda/CUDACachingAllocator.cpp; what DeepSpeed
+// allocates where: partition_parameters.py, stage3.py).
 #include <cstdint>
 #include <optional>
 #include <vector>
 
-#include "core/caching_allocator.hpp"
-#include "core/device_memory.hpp"
-#include "core/metrics.hpp"
+#include "core/memory/caching_allocator.hpp"
+#include "core/memory/device_memory.hpp"
+#include "core/metrics/metrics.hpp"
 #include "sim/device_stream.hpp"
 
 namespace prefetchlab::sim {

@@ -1,8 +1,8 @@
 #include "rank_process.hpp"
 
-#include "core/fetch_samples.hpp"
-#include "core/host_throttle.hpp"
-#include "core/scenario_coordinator.hpp"
+#include "core/control/fetch_samples.hpp"
+#include "core/zero/host_throttle.hpp"
+#include "core/scenario/scenario_coordinator.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -73,7 +73,7 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   activation_block_.resize(shared.scenario->model.modules.size());
   controller_->bind_columns(core::measured_sample_columns());
   // overlap_comm=false puts DeepSpeed's all-gather and reduce "streams" on the default stream
-  // (research §1.12).
+  // (DeepSpeed's parameter_offload.py and stage3.py).
   const bool overlap = shared.scenario->zero.overlap_comm;
   all_gather_ = overlap ? &all_gather_stream_ : &compute_;
   reduce_scatter_ = overlap ? &reduce_scatter_stream_ : &compute_;
@@ -117,7 +117,7 @@ void RankProcess::track_memory_peaks() {
   current_->peak_reserved_bytes = std::max(current_->peak_reserved_bytes, memory_->reserved_bytes());
 }
 
-// ZeRO-3's resident model states (research hardware-and-allocator.md §5.4): this rank's bf16
+// ZeRO-3's resident model states (Rajbhandari et al. 2020; DeepSpeed's stage3.py): this rank's bf16
 // parameter shards, fp32 master weights and Adam moments (unless offloaded), the flat gradient
 // partition, and the contiguous IPG reduce bucket — one flat tensor each, as DeepSpeed allocates.
 HostTask RankProcess::allocate_model_states() {
@@ -315,7 +315,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   grad_uses_left_ = shared_.grad_uses;
   const TimeNs host_start = engine_.now_ns();
 
-  // Root forward pre-hook: reset_step (research §1.4) — the only place it runs.
+  // Root forward pre-hook: reset_step (parameter_offload.py) — the only place it runs.
   Context context;
   co_await execute(coordinator_.reset_step(), context);
   current_->trace_mode = coordinator_.trace_mode();
@@ -328,7 +328,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   current_->backward_compute_end_event = record(compute_);
 
   // End of backward (independent_gradient_partition_epilogue): flush, then the host
-  // synchronises the reduce stream (research §2).
+  // synchronises the reduce stream (stage3.py).
   if (!bucket_.empty()) co_await flush_reduce_bucket(0);  // in the root's backward, as far as memory is named
   const std::int32_t reduced = record(*reduce_scatter_);
   co_await host_sync(reduced);
@@ -403,7 +403,7 @@ HostTask RankProcess::update_controller(std::int32_t iteration) {
 }
 
 // A module's fetch hook (fetch_sub_module): the sample window opens at the top of the fetch and
-// closes once compute waits for the all-gather stream (research §3.4).
+// closes once compute waits for the all-gather stream (as the follow-up 6e70233 samples).
 HostTask RankProcess::fetch_hook(int module, core::Phase phase) {
   const TimeNs hook_start = engine_.now_ns();
   co_await spend(shared_.compute->hook_overhead_ns());
@@ -466,7 +466,7 @@ HostTask RankProcess::backward(int module) {
   co_await fetch_hook(module, core::Phase::kBackward);  // pre-backward hook: the output's gradient arrived
 
   // Own backward (data and weight gradients), then this module's gradient hooks; children
-  // follow in reverse execution order (autograd order, research §1.10).
+  // follow in reverse execution order (autograd order).
   co_await spend(compute.kernel_launch_ns());
   launch_kernel(compute_, noisy_compute_ns(shared_.backward_ns[static_cast<std::size_t>(module)]),
                 shared_.backward_label[static_cast<std::size_t>(module)]);
@@ -485,7 +485,7 @@ HostTask RankProcess::backward(int module) {
   host_span(shared_.label_hook_release, release_start);
 }
 
-// Per-parameter grad hooks (research §2): a parameter's gradient is final after its last use
+// Per-parameter grad hooks (stage3.py): a parameter's gradient is final after its last use
 // in backward (a tied weight: its second use). Each goes into the IPG bucket; a bucket that
 // would overflow reduce_bucket_size is flushed first.
 HostTask RankProcess::gradients_ready(int module) {
@@ -519,7 +519,7 @@ HostTask RankProcess::gradients_ready(int module) {
 
 HostTask RankProcess::flush_reduce_bucket(int module) {
   const core::Scenario& scenario = *shared_.scenario;
-  // Host throttle identical to the fetch path (research §2).
+  // Host throttle identical to the fetch path (stage3.py, max_param_reduce_events).
   if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
                                                      [&](std::int32_t e) { return events_.signaled(e); })) {
     co_await host_sync_on_comm(*oldest, &current_->other_comm_idle_ns);
@@ -536,9 +536,9 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
   const std::int64_t bytes = padded_numel * dtype_bytes_;
   // reduce_scatter_coalesced interleaves the chunks into one flat buffer (skipped for a single
   // divisible tensor), divides it by the world size (an in-place pass over it), runs one
-  // reduce_scatter_tensor in place (this rank's output is its own chunk of the buffer), then
-  // copies this rank's partition out (research §2). The buffer is torch.cat's new tensor on the
-  // reduce stream, held until the partition is copied out; DeepSpeed's skip of the single
+  // reduce_scatter_tensor in place (this rank's output is its own chunk of the buffer), then copies
+  // this rank's partition out (coalesced_collectives.py). The buffer is torch.cat's new tensor on
+  // the reduce stream, held until the partition is copied out; DeepSpeed's skip of the single
   // divisible tensor is there "to avoid a memory allocation". The padding pieces (torch.empty of
   // less than world-size elements each) are not modelled.
   std::optional<core::BlockHandle> flat;
@@ -647,8 +647,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
           last_done = gather_done_event_[index];
           gather_done_event_[index] = -1;
         }
-        // Materialising a coalesced handle copies each parameter out of the flat buffer (≈2x
-        // the bucket until the flat buffer goes, research §1.6); a single parameter is a view
+        // Materialising a coalesced handle copies each parameter out of the flat buffer (≈2x the
+        // bucket until the flat buffer goes, partition_parameters.py); a single parameter is a view
         // of its buffer.
         const bool coalesced = handle.params.size() > 1;
         for (const int p : handle.params) {
@@ -697,8 +697,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       take_fetch_end_sample(context);
     } else if (const auto* check = std::get_if<core::RankTraceCheck>(&action)) {
       // assert_ints_same_as_other_ranks: per list two blocking broadcasts from rank 0, each
-      // followed by a device-to-host copy (research §1.4). Modelled as tiny collectives on the
-      // same communicator that the host waits for.
+      // followed by a device-to-host copy (partitioned_param_coordinator.py). Modelled as tiny
+      // collectives on the same communicator that the host waits for.
       for (int i = 0; i < 2 * check->lists && world_size_ > 1; ++i) {
         CollectiveCall call;
         call.kind = CollectiveKind::kAllReduce;
@@ -728,8 +728,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
                       shared_.label_optimizer);
       }
       // The updated shards are what the next all-gathers copy in: the all-gather stream must
-      // not run ahead of the update (a data dependency DeepSpeed's ordering guarantees; the
-      // notes do not say where it synchronises, so it is modelled as a stream wait here).
+      // not run ahead of the update (a data dependency DeepSpeed's ordering guarantees; where
+      // exactly it synchronises is not modelled, a stream wait stands for it here).
       wait(*all_gather_, record(compute_));
     }
     // TraceInvalidated needs no device work: the coordinator already appended the drain.

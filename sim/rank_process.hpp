@@ -1,20 +1,20 @@
 #pragma once
-// One data-parallel rank: its host thread (DeepSpeed's Python: hooks, coordinator calls,
-// launches, the places it blocks), its compute / all-gather / reduce-scatter streams and its
-// NCCL stream. The host program follows DeepSpeed's hook order (research deepspeed-zero3.md
-// §1.3, §1.5, §1.10, §2) and executes the core::Coordinator's plans; it never decides what to
-// gather itself.
+// One data-parallel rank: its host thread (DeepSpeed's Python: hooks, coordinator calls, launches,
+// the places it blocks), its compute / all-gather / reduce-scatter streams and its NCCL stream. The
+// host program follows DeepSpeed's hook order (parameter_offload.py,
+// partitioned_param_coordinator.py, stage3.py) and executes the core::Coordinator's plans; it never
+// decides what to gather itself.
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <vector>
 
-#include "core/coordinator.hpp"
-#include "core/prefetch_controller.hpp"
-#include "core/random_stream.hpp"
-#include "core/reduce_bucket.hpp"
-#include "core/scenario.hpp"
-#include "core/skipped_modules.hpp"
+#include "core/zero/coordinator.hpp"
+#include "core/control/prefetch_controller.hpp"
+#include "core/scenario/random_stream.hpp"
+#include "core/zero/reduce_bucket.hpp"
+#include "core/scenario/scenario.hpp"
+#include "core/scenario/skipped_modules.hpp"
 #include "sim/communicator.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/device_stream.hpp"
@@ -150,7 +150,7 @@ class RankProcess final : public StreamObserver {
     int module = -1;
     RankIteration::Fetch* fetch = nullptr;  // the fetch whose end sample is still to take
   };
-  // Gathered memory of one coalesced-gather handle (research §1.6).
+  // Gathered memory of one coalesced-gather handle (partition_parameters.py).
   struct HandleMemory {
     std::optional<core::BlockHandle> flat_block;
     std::int64_t flat_bytes = 0;
@@ -176,7 +176,7 @@ class RankProcess final : public StreamObserver {
   // caller then halts its host task with `co_await Halt{}`).
   std::optional<core::BlockHandle> allocate(std::int64_t bytes, const Stream& stream, int module, const char* what);
   void track_memory_peaks();
-  // Contract of core/prefetch_controller.hpp, steps 1-3, at reset_step.
+  // Contract of core/control/prefetch_controller.hpp, steps 1-3, at reset_step.
   HostTask update_controller(std::int32_t iteration);
   void deliver_samples(std::int32_t iteration);
   HostTask flush_reduce_bucket(int module);  // `module`: whose hook flushes (names an OOM)

@@ -6,52 +6,54 @@
 #include <string>
 #include <variant>
 
-#include "core/hardware_derived.hpp"
+#include "core/hardware/hardware_derived.hpp"
 
 namespace prefetchlab::sim {
 namespace {
 
-// --- Latency: NCCL src/graph/tuning.cc ncclTunerConstantsDefaults, Ring row, Simple column
-// (notes §1.2), in ns. Single node: base + nsteps * per-hop, nsteps = n-1 for AG/RS and 2(n-1)
+// --- Latency: NCCL src/graph/tuning.cc ncclTunerConstantsDefaults, Ring row, Simple column,
+// in ns. Single node: base + nsteps * per-hop, nsteps = n-1 for AG/RS and 2(n-1)
 // for AR; the hop class is NVLink when the ring's intra links are NVLink, else PCI. This gives
-// the notes' derived table: 2/4/8 ranks 11.8/18.6/32.2 us (NVLink), 14.1/25.5/48.3 us (PCI).
+// (derived): 2/4/8 ranks 11.8/18.6/32.2 us (NVLink), 14.1/25.5/48.3 us (PCI).
 constexpr TimeNs kBaseNs = 8'400;
 constexpr TimeNs kNvlinkHopNs = 3'400;
 constexpr TimeNs kPciHopNs = 5'700;
-// Multi-node (notes §1.2): base + (nsteps - nInterSteps) * max(intraHop, netOverhead)
+// Multi-node (tuning.cc): base + (nsteps - nInterSteps) * max(intraHop, netOverhead)
 // + nInterSteps * interLat, nInterSteps = nodes-1 for AG/RS and 2(nodes-1) for AR.
 // interLat = NET Ring Simple per-hop 14.0 us + 2 x graph latencyInter (the Simple "flush"
-// term). latencyInter comes from the NIC plugin's properties at run time; the notes give no
-// value, so it is taken as 0 here. With one GPU per node NCCL uses the Tree NET latency,
+// term). latencyInter comes from the NIC plugin's properties at run time; no value is
+// known offline, so it is taken as 0 here. With one GPU per node NCCL uses the Tree NET latency,
 // which for Simple is also 14.0 us.
 constexpr TimeNs kNetHopNs = 14'000;
 // netOverhead: 1.0 us on Intel x86 and other CPUs, 2.0 us on AMD x86, x3 for Simple. Profiles
 // do not name the host CPU, so the Intel/other value is used.
 constexpr TimeNs kNetOverheadNs = 3'000;
 // Multi-node ring all-reduce with Simple: latency x1.4 on Ampere and later (1.9 before) once
-// nBytes / (nChannels * nRanks) >= 64 (the "plateau effect", notes §1.2). Channel counts are
-// not modelled; NCCL shrinks them for small messages down to its minimum of 2 (notes §3,
+// nBytes / (nChannels * nRanks) >= 64 (the "plateau effect" of tuning.cc). Channel counts are
+// not modelled; NCCL shrinks them for small messages down to its minimum of 2 (sjeaugey,
 // NVIDIA/nccl #689), so the test uses 2 channels.
 constexpr double kAllReducePlateauFactor = 1.4;
 constexpr std::int64_t kPlateauBytesPerChannelRank = 64;
 constexpr std::int64_t kMinChannels = 2;
 
-// --- Bandwidth (notes §1.5 measured large-message ring busBW).
-// NVLink: ~80% of the unidirectional line rate: 8x H200 all_gather 361.4 GB/s of 450 (stas00),
-// 8x H100 ~360 (nccl-tests #326), 8x A100 all_reduce 235 of 300 (stas00); 0.8 x 900 = 720 on
+// --- Bandwidth (measured large-message ring busBW).
+// NVLink: ~80% of the unidirectional line rate: 8x H200 all_gather 361.4 GB/s of 450
+// (stas00/ml-engineering network/README.md), 8x H100 ~360 (NVIDIA/nccl-tests #326), 8x A100
+// all_reduce 235 of 300 (stas00/ml-engineering); 0.8 x 900 = 720 on
 // B200 against a measured 682 all_reduce.
 constexpr double kNvlinkRingEfficiency = 0.8;
 // PCIe with peer-to-peer: ~80% of the Gen4 rate for P2P copies (RTX A6000 26.3 GB/s of 31.5,
-// NVIDIA/nvbandwidth #50); the notes estimate 20-24 GB/s for ring AG/RS on two Gen4 GPUs, and
-// 8-GPU Gen5 boxes reach less (37.6-41.7 GB/s all_reduce on 63) - calibrate those.
+// NVIDIA/nvbandwidth #50); so an estimated 20-24 GB/s for ring AG/RS on two Gen4 GPUs (NCCL's
+// topo.cc models the link at 24), and 8-GPU Gen5 boxes reach less (37.6-41.7 GB/s all_reduce on
+// 63, voipmonitor/rtx6kpro hardware/pcie-bandwidth.md) - calibrate those.
 constexpr double kPcieP2pRingEfficiency = 0.8;
-// PCIe without peer-to-peer: NCCL stages through host memory (SHM, notes §1.5), so every GPU's
+// PCIe without peer-to-peer: NCCL stages through host memory (SHM), so every GPU's
 // link carries its send (D2H) and its receive (H2D) at once, and simultaneous H2D+D2H is not
-// additive: 11-16 GB/s each way on the 8x RTX 4090 Gen4 box (NVIDIA/nvbandwidth #15, notes
-// §2.1), against 24-27 one way. Half the P2P figure, 0.4 x 31.5 = 12.6 GB/s, sits in that range.
+// additive: 11-16 GB/s each way on the 8x RTX 4090 Gen4 box (NVIDIA/nvbandwidth #15),
+// against 24-27 one way. Half the P2P figure, 0.4 x 31.5 = 12.6 GB/s, sits in that range.
 constexpr double kPcieShmRingEfficiency = 0.4;
-// Network: a CX-7 400 Gb NIC achieves 48-49 of 50 GB/s (nccl-tests #267), ~0.97; DGX A100 with
-// 8x 200 Gb reaches 192 GB/s all_reduce busBW across nodes (NVIDIA/nccl #812), i.e. 0.96 of
+// Network: a CX-7 400 Gb NIC achieves 48-49 of 50 GB/s (NVIDIA/nccl-tests #267), ~0.97; DGX A100
+// with 8x 200 Gb reaches 192 GB/s all_reduce busBW across nodes (NVIDIA/nccl #812), i.e. 0.96 of
 // the node's 200 GB/s of NICs.
 constexpr double kNicEfficiency = 0.97;
 
@@ -88,13 +90,13 @@ void RingCostModel::check(const CollectiveShape& shape) const {
 
 double RingCostModel::derived_bus_bandwidth_bytes_per_s(int ranks, int nodes) const {
   if (nodes <= 1) return intra_node_bus_bytes_per_s_;
-  // Across nodes NCCL runs rings over every NIC in parallel, so what enters a node over the
-  // network is bounded by the NICs its ranks use: the per-GPU NIC share times the ranks on the
-  // node (one NIC per GPU on the bundled clusters), at kNicEfficiency. Each node receives
-  // (nodes-1)/nodes * S over the network while each rank receives (n-1)/n * S, so as busBW the
-  // bound is about that NIC total itself - matching 192 GB/s all_reduce on DGX A100 with
-  // 8x 200 Gb (NVIDIA/nccl #812) and 377 GB/s on 4 nodes of 8x B200 with 8x 400 Gb (stas00,
-  // notes §1.5). One GPU's NIC share alone would be 8x below those measurements.
+  // Across nodes NCCL runs rings over every NIC in parallel, so what enters a node over the network
+  // is bounded by the NICs its ranks use: the per-GPU NIC share times the ranks on the node (one
+  // NIC per GPU on the bundled clusters), at kNicEfficiency. Each node receives (nodes-1)/nodes * S
+  // over the network while each rank receives (n-1)/n * S, so as busBW the bound is about that NIC
+  // total itself - matching 192 GB/s all_reduce on DGX A100 with 8x 200 Gb (NVIDIA/nccl #812) and
+  // 377 GB/s on 4 nodes of 8x B200 with 8x 400 Gb (stas00/ml-engineering network/README.md). One
+  // GPU's NIC share alone would be 8x below those measurements.
   const int ranks_per_node = ranks / nodes;
   const double network = network_bytes_per_s_per_gpu_ * ranks_per_node * kNicEfficiency;
   return std::min(intra_node_bus_bytes_per_s_, network);

@@ -1,15 +1,15 @@
 #pragma once
 // The first collective cost model: NCCL's ring algorithm with the Simple protocol, as NCCL's
-// own estimator writes it (research hardware-and-allocator.md §1.1, "notes" below):
+// own estimator writes it (NVIDIA/nccl src/graph/tuning.cc; nccl-tests doc/PERFORMANCE.md):
 //   all-gather, reduce-scatter:  t = latency + (n-1)/n * S / busBW
 //   all-reduce (RS then AG):     t = latency + (n-1)/n * S / busBW_rs + (n-1)/n * S / busBW_ag
 // with S the nccl-tests size (CollectiveShape::bytes). The latency comes from NCCL's tuner
-// constants for Ring/Simple (notes §1.2); the bus bandwidth from the profile's link facts at the
-// efficiency ring collectives are measured to reach (notes §1.5). Measured figures in the
-// calibration (collective_latency_ns, *_bus_bandwidth_bytes_per_s) replace the derived ones.
-// Not modelled here (NcclTunerCostModel, the default, does): LL/LL128 protocols, NVLS, channel
-// counts. Neither models PAT or link sharing between concurrent collectives. Selected with
-// calibration collective_model: ring.
+// constants for Ring/Simple (tuning.cc); the bus bandwidth from the profile's link facts at the
+// efficiency ring collectives are measured to reach (sources in ring_cost_model.cpp). Measured
+// figures in the calibration (collective_latency_ns, *_bus_bandwidth_bytes_per_s) replace the
+// derived ones. Not modelled here (NcclTunerCostModel, the default, does): LL/LL128 protocols,
+// NVLS, channel counts. Neither models PAT or link sharing between concurrent collectives. Selected
+// with calibration collective_model: ring.
 #include "collective_cost_model.hpp"
 
 namespace prefetchlab::sim {

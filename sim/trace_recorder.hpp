@@ -1,6 +1,7 @@
 #pragma once
 // Everything that happened on the simulated timelines, kept compactly until the run ends and
-// trace.json is written (a whole-document file; DESIGN.md "Conventions").
+// trace.json is written (a whole-document file; docs/architecture.md,
+// "Conventions").
 #include <cstddef>
 #include <cstdint>
 #include <vector>

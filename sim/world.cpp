@@ -4,11 +4,11 @@
 #include <iterator>
 #include <sstream>
 
-#include "core/checkpoint_units.hpp"
-#include "core/hardware_derived.hpp"
-#include "core/persistence.hpp"
-#include "core/reduce_bucket.hpp"
-#include "core/skipped_modules.hpp"
+#include "core/model/checkpoint_units.hpp"
+#include "core/hardware/hardware_derived.hpp"
+#include "core/zero/persistence.hpp"
+#include "core/zero/reduce_bucket.hpp"
+#include "core/scenario/skipped_modules.hpp"
 
 namespace prefetchlab::sim {
 
@@ -265,7 +265,7 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
   result_.metrics.facts.micro_batch = training.micro_batch;
   result_.metrics.facts.seq_len = training.seq_len;
   result_.metrics.facts.grad_accum = training.grad_accum;
-  // MFU convention: forward + backward = 3 x forward model FLOPs (research §6).
+  // MFU convention: forward + backward = 3 x forward model FLOPs (Korthikanti et al. 2022, App. A).
   result_.metrics.facts.model_flops_per_gpu_iteration =
       3 * scenario_.model.forward_flops(training.micro_batch, training.seq_len);
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/metrics.hpp"
-#include "core/scenario.hpp"
+#include "core/metrics/metrics.hpp"
+#include "core/scenario/scenario.hpp"
 #include "sim/collective_cost_model.hpp"
 #include "sim/communicator.hpp"
 #include "sim/compute_model.hpp"

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Used when present, never installed (DESIGN.md): not Debian packages on this machine.
+# Used when present, never installed (docs/architecture.md): not Debian packages on this machine.
 NEVER_INSTALLED = {"cmake:CUDAToolkit", "cmake:NCCL", "cmake:CUDA"}
 
 
@@ -53,7 +53,7 @@ def python_needs():
     local = {os.path.splitext(os.path.basename(p))[0]
              for p in glob.glob(os.path.join(ROOT, "plots", "*.py"))}
     for path in glob.glob(os.path.join(ROOT, "plots", "*.py")) + glob.glob(
-            os.path.join(ROOT, "tests", "*.py")):
+            os.path.join(ROOT, "tests", "**", "*.py"), recursive=True):
         tree = ast.parse(open(path).read(), path)
         for node in ast.walk(tree):
             names = []

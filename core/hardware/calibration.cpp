@@ -1,0 +1,191 @@
+#include "core/hardware/calibration.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <utility>
+
+namespace prefetchlab::core {
+namespace {
+
+// YAML writes these in the unit their key names; the struct holds SI base units.
+constexpr double kNsPerUs = 1e3;
+constexpr double kBytesPerGigaByte = 1e9;
+
+// Host costs and latencies above one second are certainly a unit mistake (ms or ns for us).
+constexpr double kMaxMicroseconds = 1e6;
+// A what-if scale beyond this is a typo, not a question anyone asks.
+constexpr double kMaxScale = 1e3;
+
+// The literal that clears an optional override (back to the value derived from link facts).
+constexpr std::string_view kDerived = "derived";
+
+struct Range {
+  double min;
+  bool min_exclusive;
+  double max;  // inclusive; infinity = unbounded
+  std::string_view expected;
+};
+
+std::string scalar_text(const YamlSection& s, std::string_view key, std::string_view expected) {
+  const YAML::Node node = s.raw(key);
+  if (!node.IsScalar()) s.fail(key, "is not a single number", std::string(expected));
+  return node.Scalar();
+}
+
+double parse_in_range(const YamlSection& s, std::string_view key, const std::string& text,
+                      const Range& range) {
+  const std::string expected(range.expected);
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    s.fail(key, "is '" + text + "'", expected);
+  }
+  const bool below = range.min_exclusive ? value <= range.min : value < range.min;
+  if (below || value > range.max) s.fail(key, "is " + text + ", out of range", expected);
+  return value;
+}
+
+// Replaces `target` when `key` is present.
+void read_number(const YamlSection& s, std::string_view key, const Range& range, double& target) {
+  if (!s.has(key)) {
+    s.mark_known(key);
+    return;
+  }
+  target = parse_in_range(s, key, scalar_text(s, key, range.expected), range);
+}
+
+std::int64_t microseconds_to_ns(double us) { return std::llround(us * kNsPerUs); }
+
+// A host cost written in microseconds, kept in ns; replaces `target_ns` when `key` is present.
+void read_microseconds(const YamlSection& s, std::string_view key, std::int64_t& target_ns) {
+  constexpr Range kHostCost{0, false, kMaxMicroseconds, "a number of microseconds in [0, 1000000]"};
+  double us = static_cast<double>(target_ns) / kNsPerUs;
+  read_number(s, key, kHostCost, us);
+  target_ns = microseconds_to_ns(us);
+}
+
+// An optional override: a number replaces it, `derived` clears it.
+template <class T, class Convert>
+void read_override(const YamlSection& s, std::string_view key, const Range& range,
+                   std::optional<T>& target, Convert convert) {
+  if (!s.has(key)) {
+    s.mark_known(key);
+    return;
+  }
+  const std::string text = scalar_text(s, key, range.expected);
+  if (text == kDerived) {
+    target.reset();
+    return;
+  }
+  target = convert(parse_in_range(s, key, text, range));
+}
+
+constexpr Range kEfficiency{0, true, 1, "a fraction in (0, 1], e.g. 0.8"};
+constexpr Range kScale{0, false, kMaxScale,
+                       "a multiplier in [0, 1000] (0 = free, 1 = as modelled)"};
+// 1e15 GB/s moves a terabyte in a picosecond: "infinitely fast" for any question asked here.
+constexpr Range kBusBandwidth{
+    0, true, 1e15, "a number in (0, 1e15] (GB/s, nccl-tests busbw, e.g. 360), or derived"};
+// A slowdown factor: 0 = no contention, 1 = twice as long; beyond 10 is a typo.
+constexpr Range kHalfVolume{0, true, 1e18, "a GEMM volume M*N*K in (0, 1e18], e.g. 2.54e9"};
+constexpr Range kElementRate{0, true, 1e15, "parameters per second in (0, 1e15], e.g. 2e8, or derived"};
+constexpr Range kContention{0, false, 10, "a slowdown fraction in [0, 10] (0 = off, e.g. 0.19)"};
+constexpr Range kLatency{0, false, kMaxMicroseconds,
+                         "a number of microseconds in [0, 1000000], or derived"};
+
+}  // namespace
+
+double default_gemm_efficiency(std::string_view gpu_model) {
+  // Most specific names first: "GH200" contains "H200", "GB200" contains "B200".
+  struct Measured {
+    std::string_view name;
+    double efficiency;
+  };
+  constexpr std::array<Measured, 8> kMamf{{
+      {"GH200", 0.838},  // 828.6 TFLOPS
+      {"GB200", 0.729},  // 1822
+      {"B300", 0.786},   // 1769
+      {"B200", 0.776},   // 1745
+      {"H200", 0.803},   // "H200 is the same" as H100 SXM
+      {"H100", 0.803},   // 794.5 of 989 (SXM; the MAMF table has no H100 PCIe row)
+      {"A100", 0.869},   // 271.2 of 312 (SXM); PCIe handled below
+      {"A800", 0.869},   // not measured: A100 silicon with a cut NVLink, assumed the same
+  }};
+  const bool pcie = gpu_model.find("PCIe") != std::string_view::npos;
+  if (pcie && gpu_model.find("A100") != std::string_view::npos) return 0.811;  // 252.9 TFLOPS
+  for (const auto& [name, efficiency] : kMamf) {
+    if (gpu_model.find(name) != std::string_view::npos) return efficiency;
+  }
+  return CalibrationConstants{}.gemm_efficiency;
+}
+
+CalibrationConstants default_calibration(std::string_view gpu_model) {
+  CalibrationConstants c;
+  c.gemm_efficiency = default_gemm_efficiency(gpu_model);
+  return c;
+}
+
+CalibrationConstants read_calibration(const YamlSection& section,
+                                      const CalibrationConstants& base) {
+  CalibrationConstants c = base;
+  read_number(section, "gemm_efficiency", kEfficiency, c.gemm_efficiency);
+  read_number(section, "memory_efficiency", kEfficiency, c.memory_efficiency);
+  read_number(section, "compute_time_scale", kScale, c.compute_time_scale);
+  read_number(section, "copy_time_scale", kScale, c.copy_time_scale);
+  read_microseconds(section, "kernel_launch_us", c.kernel_launch_ns);
+  read_microseconds(section, "hook_overhead_us", c.hook_overhead_ns);
+  read_microseconds(section, "collective_launch_us", c.collective_launch_ns);
+  const auto gb_per_s = [](double v) { return v * kBytesPerGigaByte; };
+  read_override(section, "allgather_bus_bandwidth_gb_per_s", kBusBandwidth,
+                c.allgather_bus_bandwidth_bytes_per_s, gb_per_s);
+  read_override(section, "reduce_scatter_bus_bandwidth_gb_per_s", kBusBandwidth,
+                c.reduce_scatter_bus_bandwidth_bytes_per_s, gb_per_s);
+  read_override(section, "all_reduce_bus_bandwidth_gb_per_s", kBusBandwidth,
+                c.all_reduce_bus_bandwidth_bytes_per_s, gb_per_s);
+  read_override(section, "collective_latency_us", kLatency, c.collective_latency_ns,
+                microseconds_to_ns);
+  read_override(section, "gemm_half_volume_mnk", kHalfVolume, c.gemm_half_volume_mnk,
+                [](double v) { return v; });
+  read_number(section, "contention_compute_factor", kContention, c.contention_compute_factor);
+  read_number(section, "contention_collective_factor", kContention,
+              c.contention_collective_factor);
+  c.collective_model = section.get_enum<CalibrationConstants::CollectiveModel>(
+      "collective_model", c.collective_model,
+      {{"nccl_tuner", CalibrationConstants::CollectiveModel::kNcclTuner},
+       {"ring", CalibrationConstants::CollectiveModel::kRing}});
+  c.contention_model = section.get_enum<CalibrationConstants::ContentionModel>(
+      "contention_model", c.contention_model,
+      {{"factors", CalibrationConstants::ContentionModel::kFactors},
+       {"shared_cores", CalibrationConstants::ContentionModel::kSharedCores}});
+  c.shared_cores = static_cast<int>(section.get_int("shared_cores", c.shared_cores, 1, 4096));
+  read_number(section, "shared_cores_collective_penalty", kContention, c.shared_cores_collective_penalty);
+  if (c.contention_model == CalibrationConstants::ContentionModel::kSharedCores) {
+    if (c.shared_cores < 1) {
+      section.fail("shared_cores", "missing: contention_model shared_cores needs the core count",
+                   "a number of CPU cores in [1, 4096], e.g. 2");
+    }
+    for (const char* factor : {"contention_compute_factor", "contention_collective_factor"}) {
+      if (section.has(factor)) {
+        section.fail(factor, "has no effect with contention_model: shared_cores",
+                     "no contention factor, or contention_model: factors");
+      }
+    }
+  } else {
+    for (const char* key : {"shared_cores", "shared_cores_collective_penalty"}) {
+      if (section.has(key)) {
+        section.fail(key, "has no effect with contention_model: factors",
+                     "contention_model: shared_cores beside it, or no " + std::string(key));
+      }
+    }
+  }
+  read_number(section, "host_overhead_scale", kScale, c.host_overhead_scale);
+  c.cpu_adam_elements_per_s = section.get_double("cpu_adam_elements_per_s", c.cpu_adam_elements_per_s, 1, 1e15);
+  read_override(section, "device_adam_elements_per_s", kElementRate, c.device_adam_elements_per_s,
+                [](double v) { return v; });
+  section.finish();
+  return c;
+}
+
+}  // namespace prefetchlab::core

@@ -1,0 +1,52 @@
+#include "core/input/yaml_overrides.hpp"
+
+#include <vector>
+
+namespace prefetchlab::core {
+
+void apply_override(YAML::Node& root, const std::string& assignment, YamlSource& source) {
+  const InputLocation where{"--set " + assignment, 0};
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError(where, "", "is not an assignment", "--set key.path=value");
+  }
+  const std::string dotted = assignment.substr(0, eq);
+  std::vector<std::string> segments;
+  for (std::size_t start = 0;;) {
+    const auto dot = dotted.find('.', start);
+    segments.push_back(dotted.substr(start, dot - start));
+    if (segments.back().empty()) {
+      throw InputError(where, dotted, "has an empty path segment", "--set key.path=value");
+    }
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw InputError(where, dotted, "value is not valid YAML (" + e.msg + ")", "a YAML scalar or list");
+  }
+
+  // Walk down with reset(): plain assignment between yaml-cpp Nodes would overwrite the
+  // referenced value instead of moving the cursor.
+  YAML::Node cursor;
+  cursor.reset(root);
+  std::string walked;
+  for (std::size_t i = 0; i + 1 < segments.size(); ++i) {
+    walked += (walked.empty() ? "" : ".") + segments[i];
+    YAML::Node next = cursor[segments[i]];
+    if (next.IsDefined() && !next.IsNull() && !next.IsMap()) {
+      throw InputError(where, walked, "is a value, not a section", "a path through sections");
+    }
+    if (!next.IsDefined() || next.IsNull()) {
+      cursor[segments[i]] = YAML::Node(YAML::NodeType::Map);
+      next.reset(cursor[segments[i]]);
+    }
+    cursor.reset(next);
+  }
+  cursor[segments.back()] = value;
+  source.overridden_keys.insert(dotted);
+}
+
+}  // namespace prefetchlab::core

@@ -1,0 +1,44 @@
+#include "core/metrics/summary_json.hpp"
+
+#include <string>
+
+#include "prefetchlab/version.hpp"
+
+namespace prefetchlab::core {
+
+nlohmann::ordered_json summary_to_json(const SummaryStats& stats, RunStatus status,
+                                       const nlohmann::ordered_json& resolved_scenario,
+                                       std::string_view message) {
+  nlohmann::ordered_json out;
+  out["status"] = run_status_name(status);
+  out["exit_code"] = run_status_exit_code(status);
+  out["message"] = std::string(message);
+  out["tool"] = {{"name", "prefetchlab"}, {"version", kVersion}};
+
+  nlohmann::ordered_json run;
+  run["ranks"] = stats.facts.ranks;
+  run["micro_batch"] = stats.facts.micro_batch;
+  run["seq_len"] = stats.facts.seq_len;
+  run["grad_accum"] = stats.facts.grad_accum;
+  run["model_flops_per_gpu_iteration"] = stats.facts.model_flops_per_gpu_iteration;
+  run["iterations"] = stats.iterations;
+  run["warmup_iterations"] = stats.warmup_iterations;
+  run["steady_iterations"] = stats.steady_iterations;
+  run["steady_from_all_iterations"] = stats.steady_from_all_iterations;
+  out["run"] = std::move(run);
+
+  out["steady_step_time_ns"] = stats.steady_step_time_ns;
+  out["samples_per_second"] = stats.samples_per_second;
+  out["tflops_per_gpu"] = stats.tflops_per_gpu;
+  out["mean_exposed_comm_ns"] = stats.mean_exposed_comm_ns;
+  out["mean_stall_ns"] = {{"forward", stats.mean_forward_stall_ns},
+                          {"backward", stats.mean_backward_stall_ns}};
+  out["peak_gathered_param_bytes"] = stats.peak_gathered_param_bytes;
+  out["peak_allocated_bytes"] = stats.peak_allocated_bytes;
+  out["peak_reserved_bytes"] = stats.peak_reserved_bytes;
+  out["bucket_trajectory_numel"] = stats.bucket_trajectory_numel;
+  out["scenario"] = resolved_scenario;
+  return out;
+}
+
+}  // namespace prefetchlab::core

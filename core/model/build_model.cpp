@@ -1,0 +1,34 @@
+#include <stdexcept>
+
+#include "core/model/model_builders.hpp"
+
+namespace prefetchlab::core {
+
+ModelSpec model_spec_header(const ModelConfig& config, const std::string& name, bool causal) {
+  ModelSpec spec;
+  spec.name = name;
+  spec.architecture = architecture_name(config.architecture);
+  spec.hidden_size = config.hidden_size;
+  spec.num_layers = config.num_layers;
+  spec.num_heads = config.num_heads;
+  // Only Llama has grouped-query attention; ModelConfig keeps num_kv_heads == num_heads otherwise.
+  spec.num_kv_heads = config.architecture == Architecture::kLlama ? config.num_kv_heads : config.num_heads;
+  spec.intermediate_size = config.intermediate_size;
+  spec.vocab_size = config.vocab_size;
+  spec.max_positions = config.max_positions;
+  spec.causal = causal;
+  return spec;
+}
+
+ModelSpec build_model(const ModelConfig& config, const std::string& name, DType dtype) {
+  ModelSpec model;
+  switch (config.architecture) {
+    case Architecture::kGpt2: model = build_gpt2_model(config, name, dtype); break;
+    case Architecture::kBert: model = build_bert_model(config, name, dtype); break;
+    case Architecture::kLlama: model = build_llama_model(config, name, dtype); break;
+    default: throw std::logic_error("build_model: unknown architecture");
+  }
+  return model;
+}
+
+}  // namespace prefetchlab::core

@@ -1,0 +1,22 @@
+#pragma once
+// Builders that turn a ModelConfig into the module tree and parameter table ZeRO-3 sees.
+// Each family follows Hugging Face transformers v4.46.3 (sdpa attention, the default there):
+// module names, classes, parameter creation order (= DeepSpeed ds_id) and forward call order.
+#include <string>
+
+#include "core/model/model_config.hpp"
+#include "core/model/model_spec.hpp"
+
+namespace prefetchlab::core {
+
+// Dispatches on config.architecture.
+ModelSpec build_model(const ModelConfig& config, const std::string& name, DType dtype);
+
+// The architecture numbers every family copies into its ModelSpec (modules and params empty).
+ModelSpec model_spec_header(const ModelConfig& config, const std::string& name, bool causal);
+
+ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, DType dtype);
+ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, DType dtype);
+ModelSpec build_llama_model(const ModelConfig& config, const std::string& name, DType dtype);
+
+}  // namespace prefetchlab::core

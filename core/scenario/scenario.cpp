@@ -1,0 +1,275 @@
+#include "core/scenario/scenario.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "core/hardware/calibration.hpp"
+#include "core/input/closest_match.hpp"
+#include "core/hardware/hardware_profile.hpp"
+#include "core/model/model_config.hpp"
+#include "core/input/yaml_overrides.hpp"
+
+namespace prefetchlab::core {
+namespace {
+
+constexpr std::int64_t kMaxInt32 = std::numeric_limits<std::int32_t>::max();
+
+bool looks_like_path(const std::string& value) {
+  return value.find('/') != std::string::npos || value.ends_with(".yaml") ||
+         value.ends_with(".yml") || value.ends_with(".json");
+}
+
+std::vector<std::string> yaml_stems(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TrainingConfig load_training(const YamlSection& section, std::int64_t max_positions) {
+  section.allow_only({"micro_batch", "seq_len", "dtype", "iterations", "warmup_iterations", "grad_accum",
+                      "activation_checkpointing"});
+  TrainingConfig training;
+  training.micro_batch = section.require_int("micro_batch", 1, kMaxInt32);
+  training.seq_len = section.require_int("seq_len", 1, max_positions);
+  training.dtype = section.get_enum<DType>(
+      "dtype", training.dtype, {{"bf16", DType::kBF16}, {"fp16", DType::kFP16}, {"fp32", DType::kFP32}});
+  training.iterations = section.get_int("iterations", training.iterations, 1, 1'000'000);
+  training.warmup_iterations = section.get_int("warmup_iterations", training.warmup_iterations, 0,
+                                               training.iterations - 1);
+  training.grad_accum = section.get_int("grad_accum", training.grad_accum, 1, kMaxInt32);
+  training.activation_checkpointing =
+      section.get_bool("activation_checkpointing", training.activation_checkpointing);
+  section.finish();
+  return training;
+}
+
+ClusterConfig load_cluster(const YamlSection& section, const BundledData& bundled) {
+  section.allow_only({"hardware", "nodes", "gpus_per_node", "calibration"});
+  ClusterConfig cluster;
+  cluster.hardware_ref = section.require_string("hardware");
+  cluster.hardware = load_hardware_profile(
+      resolve_bundled_file(section, "hardware", bundled.hardware_dir, "hardware profile"));
+  cluster.nodes = section.get_int("nodes", 1, 1, cluster.hardware.max_nodes);
+  cluster.gpus_per_node = section.get_int("gpus_per_node", cluster.hardware.gpus_per_node, 1,
+                                          cluster.hardware.gpus_per_node);
+  if (cluster.nodes > 1 && !cluster.hardware.network) {
+    section.fail("nodes", "is " + std::to_string(cluster.nodes) + " but profile '" +
+                              cluster.hardware_ref + "' has no network section",
+                 "nodes: 1, or a profile with a network (NICs) between nodes");
+  }
+  // The scenario's calibration overrides the profile's key by key.
+  cluster.calibration =
+      read_calibration(section.section("calibration"), cluster.hardware.calibration);
+  section.finish();
+  return cluster;
+}
+
+// DeepSpeed's own switch (zero.stage3_adaptive_prefetch_bucket_size, PR #8431) selects the
+// fixed controller, ema_threshold, with zero's min/max; a `controller:` section that says
+// otherwise is a contradiction, not a silent override.
+void reconcile_adaptive_keys(const YamlSection& top, const YamlSection& controller_section,
+                             const ZeroConfig& zero, ControllerConfig& controller) {
+  if (!zero.adaptive_prefetch_bucket) return;
+  if (!top.has("controller")) {
+    controller.policy = ControllerPolicy::kEmaThreshold;
+    controller.min_bucket_numel = zero.adaptive_prefetch_min_numel;
+    controller.max_bucket_numel = zero.adaptive_prefetch_max_numel;
+    return;
+  }
+  const std::string why = " contradicts zero.stage3_adaptive_prefetch_bucket_size: true";
+  if (controller.policy != ControllerPolicy::kEmaThreshold) {
+    controller_section.fail("policy", std::string("'") + controller_policy_name(controller.policy) + "'" + why,
+                            "policy: ema_threshold (what DeepSpeed's switch selects), or drop the zero switch");
+  }
+  auto check_bound = [&](std::string_view key, std::int64_t& value, std::int64_t zero_value,
+                         const char* zero_key) {
+    if (!controller_section.has(key)) {
+      value = zero_value;
+    } else if (value != zero_value) {
+      controller_section.fail(key, std::to_string(value) + why + " with " + zero_key + " = " +
+                                       std::to_string(zero_value),
+                              "the same value in both places, or only one of them");
+    }
+  };
+  check_bound("min_bucket_numel", controller.min_bucket_numel, zero.adaptive_prefetch_min_numel,
+              "stage3_adaptive_prefetch_min_size");
+  check_bound("max_bucket_numel", controller.max_bucket_numel, zero.adaptive_prefetch_max_numel,
+              "stage3_adaptive_prefetch_max_size");
+}
+
+NoiseConfig load_noise(const YamlSection& section, std::int64_t world_size) {
+  section.allow_only({"seed", "compute_jitter", "slow_ranks", "host_jitter", "host_timer_noise_us"});
+  NoiseConfig noise;
+  noise.seed = static_cast<std::uint64_t>(section.get_int("seed", 0, 0, std::numeric_limits<std::int64_t>::max()));
+  noise.compute_jitter = section.get_double("compute_jitter", 0, 0, 1);
+  noise.host_jitter = section.get_double("host_jitter", 0, 0, 1);
+  noise.host_timer_noise_ns =
+      static_cast<std::int64_t>(std::llround(section.get_double("host_timer_noise_us", 0, 0, 1e6) * 1000.0));
+  const YamlSection slow = section.section("slow_ranks");
+  const std::string expected = "a factor >= 1 per rank, e.g. {3: 1.1}";
+  for (const auto& key : slow.keys()) {
+    int rank = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), rank);
+    if (ec != std::errc() || end != key.data() + key.size() || rank < 0 || rank >= world_size) {
+      slow.fail(key, "is not a rank of this cluster (0.." + std::to_string(world_size - 1) + ")", expected);
+    }
+    noise.slow_ranks[rank] = slow.get_double(key, 1, 1, 100);
+  }
+  slow.finish();
+  return noise;
+}
+
+// divergence: a list of {iteration: N, skip: [module names]}.
+std::vector<DivergenceConfig> load_divergence(const YamlSection& top, const ModelSpec& model,
+                                              std::int64_t iterations, std::int64_t world_size) {
+  std::vector<DivergenceConfig> out;
+  const YAML::Node list = top.raw("divergence");
+  if (!list || list.IsNull()) return out;
+  const std::string expected = "a list of {iteration: N, skip: [module names]}";
+  if (!list.IsSequence()) top.fail("divergence", "is not a list", expected);
+  std::vector<std::string> names;
+  for (const auto& module : model.modules) names.push_back(module.name);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const YamlSection entry(list[i], top.source(), "divergence[" + std::to_string(i) + "]",
+                            list[i].Mark().line + 1);
+    entry.allow_only({"iteration", "skip", "ranks"});
+    DivergenceConfig divergence;
+    divergence.iteration = entry.require_int("iteration", 1, iterations);
+    const YAML::Node skip = entry.raw("skip");
+    if (!skip || !skip.IsSequence() || skip.size() == 0) {
+      entry.fail("skip", "is missing or not a non-empty list", "a list of module names, e.g. [model.layers.3]");
+    }
+    for (const auto& item : skip) {
+      const std::string name = item.IsScalar() ? item.Scalar() : "";
+      const auto found = std::find(names.begin(), names.end(), name);
+      if (name.empty() || found == names.end() || found == names.begin()) {
+        throw InputError({top.source()->file, item.Mark().line + 1}, entry.dotted("skip"),
+                         "'" + name + "' is not a module of " + model.name + " that can be skipped",
+                         "a fully qualified module name, e.g. model.layers.3 (not the root)",
+                         closest_match(name, names));
+      }
+      divergence.skipped_modules.push_back(static_cast<int>(found - names.begin()));
+    }
+    if (const YAML::Node ranks = entry.raw("ranks"); ranks && !ranks.IsNull()) {
+      const std::string ranks_expected = "a list of ranks in [0, " + std::to_string(world_size - 1) + "]";
+      if (!ranks.IsSequence() || ranks.size() == 0) entry.fail("ranks", "is not a non-empty list", ranks_expected);
+      for (const auto& item : ranks) {
+        int rank = -1;
+        try {
+          rank = item.as<int>();
+        } catch (const YAML::Exception&) {
+        }
+        if (rank < 0 || rank >= world_size) {
+          throw InputError({top.source()->file, item.Mark().line + 1}, entry.dotted("ranks"),
+                           "'" + (item.IsScalar() ? item.Scalar() : std::string("?")) + "' is not a rank of this cluster",
+                           ranks_expected);
+        }
+        divergence.ranks.push_back(rank);
+      }
+    }
+    out.push_back(std::move(divergence));
+  }
+  return out;
+}
+
+}  // namespace
+
+BundledData BundledData::from_root(const std::filesystem::path& root) {
+  return {root / "models", root / "hardware"};
+}
+
+std::filesystem::path resolve_bundled_file(const YamlSection& section, std::string_view key,
+                                           const std::filesystem::path& bundled_dir,
+                                           const std::string& what) {
+  const std::string value = section.require_string(key);
+  if (looks_like_path(value)) {
+    std::filesystem::path path(value);
+    if (path.is_relative()) path = std::filesystem::path(section.source()->file).parent_path() / path;
+    if (!std::filesystem::is_regular_file(path)) {
+      section.fail(key, what + " file '" + path.string() + "' not found",
+                   "a bundled " + what + " name or an existing file path");
+    }
+    return path;
+  }
+  const auto names = yaml_stems(bundled_dir);
+  if (std::find(names.begin(), names.end(), value) == names.end()) {
+    std::string list;
+    for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+    section.fail(key, "unknown " + what + " '" + value + "'", "one of " + list + ", or a file path",
+                 closest_match(value, names));
+  }
+  return bundled_dir / (value + ".yaml");
+}
+
+Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides,
+                       const BundledData& bundled) {
+  // Parse once, apply --set on the tree, then read everything through the strict reader.
+  auto source = std::make_shared<YamlSource>();
+  source->file = file.string();
+  YAML::Node root = parse_yaml_file(source->file);
+  for (const auto& assignment : overrides) apply_override(root, assignment, *source);
+  const YamlSection top = YamlSection::from_node(root, source);
+
+  top.allow_only({"model", "training", "cluster", "zero", "controller", "noise", "output", "divergence",
+                  "expect", "memory"});
+  Scenario scenario;
+  scenario.file = file;
+  scenario.name = file.stem().string();
+
+  // Model first: training checks seq_len against its positions, zero "auto" needs its width.
+  scenario.model_ref = top.require_string("model");
+  const auto model_path = resolve_bundled_file(top, "model", bundled.models_dir, "model");
+  const YamlSection training_section = top.section("training");
+  const DType dtype = training_section.get_enum<DType>(
+      "dtype", DType::kBF16, {{"bf16", DType::kBF16}, {"fp16", DType::kFP16}, {"fp32", DType::kFP32}});
+  scenario.model = load_model_file(model_path, dtype);
+  scenario.training = load_training(training_section, scenario.model.max_positions);
+
+  if (!top.has("cluster")) top.fail("cluster", "is missing", "a cluster section with `hardware:`");
+  scenario.cluster = load_cluster(top.section("cluster"), bundled);
+
+  const TrainingFacts facts{scenario.training.micro_batch, scenario.training.grad_accum,
+                            scenario.training.dtype, scenario.cluster.world_size(),
+                            scenario.model.hidden_size};
+  scenario.zero = load_zero_config(top.section("zero"), facts,
+                                   std::filesystem::path(source->file).parent_path(),
+                                   &scenario.notes);
+  const YamlSection controller_section = top.section("controller");
+  scenario.controller = load_controller_config(controller_section);
+  reconcile_adaptive_keys(top, controller_section, scenario.zero, scenario.controller);
+
+  scenario.noise = load_noise(top.section("noise"), scenario.cluster.world_size());
+
+  const YamlSection output = top.section("output");
+  scenario.output.dir = output.get_string("dir", "out/" + scenario.name);
+  scenario.output.trace = output.get_bool("trace", scenario.output.trace);
+  scenario.output.memory_timeline = output.get_bool("memory_timeline", scenario.output.memory_timeline);
+  output.finish();
+
+  scenario.divergence =
+      load_divergence(top, scenario.model, scenario.training.iterations, scenario.cluster.world_size());
+  scenario.expect = load_expectations(top.section("expect"));
+  const YamlSection memory = top.section("memory");
+  memory.allow_only({"allocator"});
+  scenario.memory.allocator = load_allocator_options(memory.section("allocator"));
+  top.finish();
+  return scenario;
+}
+
+ControllerContext controller_context(const Scenario& scenario, int rank) {
+  ControllerContext context;
+  context.rank = rank;
+  context.world_size = static_cast<int>(scenario.cluster.world_size());
+  context.initial_bucket_numel = scenario.zero.effective_prefetch_bucket_numel();
+  context.max_live_numel = scenario.zero.max_live_numel;
+  context.param_element_bytes = dtype_bytes(scenario.training.dtype);
+  return context;
+}
+
+}  // namespace prefetchlab::core

@@ -1,0 +1,94 @@
+#include "core/scenario/scenario_json.hpp"
+
+namespace prefetchlab::core {
+
+nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
+  nlohmann::ordered_json out;
+  out["name"] = scenario.name;
+  out["model"] = {{"ref", scenario.model_ref},
+                  {"name", scenario.model.name},
+                  {"architecture", scenario.model.architecture},
+                  {"total_numel", scenario.model.total_numel()}};
+  const TrainingConfig& t = scenario.training;
+  out["training"] = {{"micro_batch", t.micro_batch}, {"seq_len", t.seq_len},
+                     {"dtype", dtype_name(t.dtype)}, {"iterations", t.iterations},
+                     {"warmup_iterations", t.warmup_iterations}, {"grad_accum", t.grad_accum},
+                     {"activation_checkpointing", t.activation_checkpointing}};
+  out["cluster"] = {{"hardware", scenario.cluster.hardware_ref},
+                    {"hardware_name", scenario.cluster.hardware.name},
+                    {"nodes", scenario.cluster.nodes},
+                    {"gpus_per_node", scenario.cluster.gpus_per_node},
+                    {"world_size", scenario.cluster.world_size()}};
+  const CalibrationConstants& cal = scenario.cluster.calibration;
+  nlohmann::ordered_json calibration = {
+      {"gemm_efficiency", cal.gemm_efficiency},
+      {"memory_efficiency", cal.memory_efficiency},
+      {"compute_time_scale", cal.compute_time_scale},
+      {"copy_time_scale", cal.copy_time_scale},
+      {"host_overhead_scale", cal.host_overhead_scale},
+      {"cpu_adam_elements_per_s", cal.cpu_adam_elements_per_s},
+      {"contention_compute_factor", cal.contention_compute_factor},
+      {"contention_collective_factor", cal.contention_collective_factor},
+      {"contention_model", cal.contention_model == CalibrationConstants::ContentionModel::kSharedCores ? "shared_cores"
+                                                                                                        : "factors"},
+      {"shared_cores", cal.shared_cores},
+      {"shared_cores_collective_penalty", cal.shared_cores_collective_penalty},
+      {"kernel_launch_ns", cal.kernel_launch_ns},
+      {"hook_overhead_ns", cal.hook_overhead_ns},
+      {"collective_launch_ns", cal.collective_launch_ns}};
+  // Unset overrides mean "derived from the profile's link facts".
+  calibration["allgather_bus_bandwidth_bytes_per_s"] =
+      cal.allgather_bus_bandwidth_bytes_per_s ? nlohmann::ordered_json(*cal.allgather_bus_bandwidth_bytes_per_s)
+                                              : nlohmann::ordered_json("derived");
+  calibration["reduce_scatter_bus_bandwidth_bytes_per_s"] =
+      cal.reduce_scatter_bus_bandwidth_bytes_per_s
+          ? nlohmann::ordered_json(*cal.reduce_scatter_bus_bandwidth_bytes_per_s)
+          : nlohmann::ordered_json("derived");
+  calibration["collective_latency_ns"] = cal.collective_latency_ns
+                                             ? nlohmann::ordered_json(*cal.collective_latency_ns)
+                                             : nlohmann::ordered_json("derived");
+  out["cluster"]["calibration"] = calibration;
+  out["zero"] = zero_config_to_json(scenario.zero);
+  const ControllerConfig& c = scenario.controller;
+  nlohmann::ordered_json controller = {{"policy", controller_policy_name(c.policy)}};
+  if (c.policy == ControllerPolicy::kPaceSearch) {
+    // Only the keys pace_search reads (controller_config.cpp rejects the others for it).
+    controller["min_bucket_numel"] = c.min_bucket_numel;
+    controller["max_bucket_numel"] = c.max_bucket_numel;
+    controller["search_factor"] = c.search_factor;
+    controller["memory_budget_bytes"] = c.memory_budget_bytes;
+  } else if (c.policy != ControllerPolicy::kStatic) {
+    controller["ema_alpha"] = c.ema_alpha;
+    controller["grow_threshold"] = c.grow_threshold;
+    controller["shrink_threshold"] = c.shrink_threshold;
+    controller["grow_factor"] = c.grow_factor;
+    controller["shrink_factor"] = c.shrink_factor;
+    controller["update_interval"] = c.update_interval;
+    controller["min_bucket_numel"] = c.min_bucket_numel;
+    controller["max_bucket_numel"] = c.max_bucket_numel;
+    controller["agreement"] = agreement_name(c.agreement);
+    controller["timing"] = timing_source_name(c.timing);
+    controller["sample_during_record"] = c.sample_during_record;
+    controller["clamp_initial"] = c.clamp_initial;
+  }
+  out["controller"] = controller;
+  nlohmann::ordered_json slow = nlohmann::ordered_json::object();
+  for (const auto& [rank, factor] : scenario.noise.slow_ranks) slow[std::to_string(rank)] = factor;
+  out["noise"] = {{"seed", scenario.noise.seed},
+                  {"compute_jitter", scenario.noise.compute_jitter},
+                  {"slow_ranks", slow},
+                  {"host_jitter", scenario.noise.host_jitter},
+                  {"host_timer_noise_ns", scenario.noise.host_timer_noise_ns}};
+  out["output"] = {{"dir", scenario.output.dir.string()}, {"trace", scenario.output.trace}};
+  nlohmann::ordered_json divergence = nlohmann::ordered_json::array();
+  for (const auto& d : scenario.divergence) {
+    nlohmann::ordered_json skip = nlohmann::ordered_json::array();
+    for (const int m : d.skipped_modules) skip.push_back(scenario.model.modules[static_cast<std::size_t>(m)].name);
+    divergence.push_back({{"iteration", d.iteration}, {"skip", skip}, {"ranks", d.ranks}});
+  }
+  out["divergence"] = divergence;
+  out["notes"] = scenario.notes;
+  return out;
+}
+
+}  // namespace prefetchlab::core

@@ -1,0 +1,209 @@
+// `prefetchlab run` through the real binary: every bundled scenario meets its `expect:` section,
+// outputs are byte-identical for the same scenario and seed, trace.json is a valid Chrome trace
+// whose spans nest per track, and row files carry the documented columns.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/support/cli_runner.hpp"
+#include "sim/trace_validation.hpp"
+
+using prefetchlab::testing::run_cli;
+using prefetchlab::testing::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kScenarios = fs::path(PREFETCHLAB_SOURCE_DIR) / "scenarios";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::vector<fs::path> bundled_scenarios(const fs::path& dir = kScenarios) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Every file runs, with status ok and every check of its expect: section met.
+void check_expectations_met(const std::vector<fs::path>& files) {
+  for (const auto& file : files) {
+    TempDir out("run");
+    const auto result = run_cli("run " + file.string() + " -o " + out.path().string() + " --set output.trace=false");
+    ASSERT_EQ(result.exit_code, 0) << file << "\n" << result.output;
+    const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+    EXPECT_EQ(summary["status"], "ok") << file;
+    ASSERT_TRUE(summary["expectations"].is_array()) << file;
+    EXPECT_FALSE(summary["expectations"].empty()) << file << " has no expect: section";
+    for (const auto& check : summary["expectations"]) {
+      EXPECT_TRUE(check["met"].get<bool>()) << file << ": " << check.dump();
+    }
+  }
+}
+
+}  // namespace
+
+TEST(RunCommand, EveryBundledScenarioMeetsItsExpectations) {
+  const auto files = bundled_scenarios();
+  ASSERT_GE(files.size(), 6u);
+  check_expectations_met(files);
+}
+
+// The scenarios sized for the host-thread device (validate --backend host) are simulator
+// scenarios like the others.
+TEST(RunCommand, EveryHostScenarioMeetsItsExpectations) {
+  const auto files = bundled_scenarios(kScenarios / "host");
+  ASSERT_GE(files.size(), 2u);
+  check_expectations_met(files);
+}
+
+TEST(RunCommand, EveryDefectScenarioShowsItsDefect) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(kScenarios / "defects")) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty());
+  for (const auto& file : files) {
+    TempDir out("defect");
+    const auto result = run_cli("run " + file.string() + " -o " + out.path().string() + " --set output.trace=false");
+    const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+    EXPECT_EQ(result.exit_code, summary["exit_code"].get<int>()) << file;
+    if (summary["status"] != "ok") {
+      EXPECT_FALSE(summary["message"].get<std::string>().empty()) << file;
+    }
+    for (const auto& check : summary["expectations"]) {
+      EXPECT_TRUE(check["met"].get<bool>()) << file << ": " << check.dump();
+    }
+  }
+}
+
+// Each review-defect scenario flips one switch of the fixed controller; flipping it back must
+// make the defect's outcome disappear (at least one of its expectations fails).
+TEST(RunCommand, FlippingEachDefectSwitchBackRemovesTheDefect) {
+  const std::vector<std::pair<std::string, std::string>> fixes{
+      {"a-agreement-none.yaml", "controller.agreement=allreduce_max"},
+      {"b-host-timers.yaml", "controller.timing=device_events"},
+      {"c-sample-during-record.yaml", "controller.sample_during_record=false"},
+      {"d-no-initial-clamp.yaml", "controller.clamp_initial=true"},
+  };
+  for (const auto& [file, fix] : fixes) {
+    TempDir out("fixed");
+    const auto result =
+        run_cli("run " + (kScenarios / "defects" / file).string() + " -o " + out.path().string() + " --set " + fix);
+    EXPECT_EQ(result.exit_code, 0) << file << " with " << fix << ":\n" << result.output;
+    const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+    bool all_met = true;
+    for (const auto& check : summary["expectations"]) all_met = all_met && check["met"].get<bool>();
+    EXPECT_FALSE(all_met) << file << ": the defect's outcome persists with " << fix;
+  }
+}
+
+TEST(RunCommand, CollectiveMismatchNamesIterationRanksSizesAndModules) {
+  TempDir out("mismatch");
+  const auto result = run_cli("run " + (kScenarios / "defects" / "rank-divergent-control-flow.yaml").string() +
+                              " -o " + out.path().string() + " --set output.trace=false");
+  EXPECT_EQ(result.exit_code, 3);
+  const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+  EXPECT_EQ(summary["status"], "collective_mismatch");
+  EXPECT_EQ(summary["message"],
+            "collective mismatch at communicator call 312 (iteration 4): ranks 0-2,4-7: all_gather of 3538944 "
+            "bytes issued by transformer.h.11.attn.c_attn; rank 3: all_gather of 77194752 bytes issued by lm_head");
+  // The three finished iterations were written before the hang.
+  const std::string iterations = read_file(out.path() / "iterations.csv");
+  EXPECT_EQ(std::count(iterations.begin(), iterations.end(), '\n'), 1 + 3);
+}
+
+TEST(RunCommand, InterruptedRunKeepsFinishedIterationsAndSaysSo) {
+  // SIGINT after a moment into a long run: the summary says "interrupted", the exit code is
+  // 130, and iterations.csv holds exactly the iterations the summary counts.
+  TempDir out("interrupt");
+  const auto result =
+      run_cli("run " + (kScenarios / "default.yaml").string() + " -o " + out.path().string() +
+                  " --set output.trace=false --set training.iterations=100000",
+              "timeout --preserve-status -s INT 1.5 ");
+  EXPECT_EQ(result.exit_code, 130) << result.output;
+  const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+  EXPECT_EQ(summary["status"], "interrupted");
+  const std::string iterations = read_file(out.path() / "iterations.csv");
+  const auto rows = std::count(iterations.begin(), iterations.end(), '\n') - 1;
+  EXPECT_EQ(rows, summary["run"]["iterations"].get<int>());
+  EXPECT_LT(rows, 100000);
+}
+
+TEST(RunCommand, SameScenarioAndSeedGiveByteIdenticalOutputs) {
+  TempDir a("det-a");
+  TempDir b("det-b");
+  const std::string scenario = (kScenarios / "gpt2-small-divergence.yaml").string();
+  ASSERT_EQ(run_cli("run " + scenario + " -o " + a.path().string()).exit_code, 0);
+  ASSERT_EQ(run_cli("run " + scenario + " -o " + b.path().string()).exit_code, 0);
+  for (const char* name : {"summary.json", "iterations.csv", "samples.csv", "buckets.csv", "trace.json"}) {
+    const std::string first = read_file(a.path() / name);
+    EXPECT_FALSE(first.empty()) << name;
+    // summary.json names the output folder nowhere, so even it must match byte for byte.
+    EXPECT_TRUE(first == read_file(b.path() / name)) << name << " differs between identical runs";
+  }
+}
+
+TEST(RunCommand, TraceJsonIsValidAndCollectivesCarryTheirArgs) {
+  TempDir out("trace");
+  ASSERT_EQ(run_cli("run " + (kScenarios / "tiny-llama-2x-h100.yaml").string() + " -o " + out.path().string())
+                .exit_code,
+            0);
+  const auto trace = nlohmann::json::parse(read_file(out.path() / "trace.json"));
+  const auto problems = prefetchlab::sim::validate_chrome_trace(trace);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  int collectives = 0, stalls = 0, named_threads = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    ASSERT_TRUE(event.contains("ph") && event.contains("ts") && event.contains("pid") && event.contains("tid"));
+    if (event["ph"] == "M" && event["name"] == "thread_name") ++named_threads;
+    if (event["ph"] != "X") continue;
+    const std::string name = event["name"];
+    if (name == "all_gather" || name == "reduce_scatter" || name == "all_reduce") {
+      ++collectives;
+      for (const char* key : {"iteration", "phase", "kind", "issued_by", "modules", "numel", "bytes", "seq"}) {
+        EXPECT_TRUE(event["args"].contains(key)) << "collective without " << key << ": " << event.dump();
+      }
+    }
+    if (name.rfind("stall", 0) == 0) ++stalls;
+  }
+  EXPECT_GT(collectives, 0);
+  EXPECT_EQ(named_threads, 2 * 5);  // 2 ranks x (host, compute, all-gather, reduce-scatter, NCCL)
+  (void)stalls;
+}
+
+TEST(RunCommand, RowFilesHaveTheDocumentedColumns) {
+  TempDir out("rows");
+  ASSERT_EQ(run_cli("run " + (kScenarios / "tiny-llama-2x-h100.yaml").string() + " -o " + out.path().string() +
+                    " --set output.trace=false")
+                .exit_code,
+            0);
+  const std::string samples = read_file(out.path() / "samples.csv");
+  EXPECT_EQ(samples.substr(0, samples.find('\n')),
+            "iteration,rank,phase,wait_ns,interval_ns,host_wait_ns,host_interval_ns,peak_reserved_bytes");
+  const std::string buckets = read_file(out.path() / "buckets.csv");
+  EXPECT_EQ(buckets.substr(0, buckets.find('\n')), "iteration,rank,bucket_numel");
+  const std::string iterations = read_file(out.path() / "iterations.csv");
+  EXPECT_EQ(std::count(iterations.begin(), iterations.end(), '\n'), 1 + 6);  // header + 6 iterations
+  EXPECT_NE(iterations.find(",step,"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out.path() / "trace.json"));
+  const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+  EXPECT_EQ(summary["scenario"]["training"]["seq_len"], 256);
+  EXPECT_FALSE(summary["tool"]["version"].get<std::string>().empty());
+}
+
+TEST(RunCommand, BadScenarioExitsWithCode2AndWritesNoSummary) {
+  TempDir out("bad");
+  const auto result = run_cli("run " + (kScenarios / "tiny-llama-2x-h100.yaml").string() + " -o " +
+                              out.path().string() + " --set training.seq_len=0");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_FALSE(fs::exists(out.path() / "summary.json"));
+}

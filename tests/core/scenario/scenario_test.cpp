@@ -1,0 +1,122 @@
+// Scenario loading end to end: bundled references, defaults, --set overrides, and DeepSpeed's
+// own adaptive switch mapped onto the controller section.
+#include <gtest/gtest.h>
+
+#include "tests/support/cli_runner.hpp"
+#include "core/scenario/scenario.hpp"
+
+namespace pc = prefetchlab::core;
+using prefetchlab::testing::TempDir;
+
+namespace {
+
+const pc::BundledData kBundled = pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR);
+
+pc::Scenario load(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  TempDir dir("scenario");
+  return pc::load_scenario(dir.write("s.yaml", text), overrides, kBundled);
+}
+
+const char* kMinimal =
+    "model: gpt2-small\n"
+    "training: {micro_batch: 2, seq_len: 512}\n"
+    "cluster: {hardware: h100-sxm-8x}\n";
+
+}  // namespace
+
+TEST(Scenario, DefaultScenarioIsLlama2OnEightH100WithDeepSpeedDefaults) {
+  const pc::Scenario s =
+      pc::load_scenario(std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/default.yaml", {}, kBundled);
+  EXPECT_EQ(s.model.name, "llama-2-7b");
+  EXPECT_EQ(s.model.total_numel(), 6'738'415'616);
+  EXPECT_EQ(s.cluster.world_size(), 8);
+  EXPECT_EQ(s.cluster.hardware.name, "h100-sxm-8x");
+  EXPECT_EQ(s.zero.prefetch_bucket_numel, 50'000'000);
+  EXPECT_EQ(s.zero.max_live_numel, 1'000'000'000);
+  EXPECT_EQ(s.zero.max_reuse_distance_numel, 1'000'000'000);
+  EXPECT_EQ(s.zero.param_persistence_threshold_numel, 100'000);
+  EXPECT_EQ(s.controller.policy, pc::ControllerPolicy::kStatic);
+  EXPECT_EQ(s.training.seq_len, 4096);
+}
+
+TEST(Scenario, DefaultsApplyWhenSectionsAreOmitted) {
+  const pc::Scenario s = load(kMinimal);
+  EXPECT_EQ(s.training.iterations, 10);
+  EXPECT_EQ(s.training.warmup_iterations, 2);
+  EXPECT_EQ(s.training.grad_accum, 1);
+  EXPECT_EQ(s.training.dtype, pc::DType::kBF16);
+  EXPECT_EQ(s.cluster.nodes, 1);
+  EXPECT_EQ(s.cluster.gpus_per_node, 8);  // the profile's GPUs per node
+  EXPECT_EQ(s.noise.seed, 0u);
+  EXPECT_EQ(s.output.dir, "out/s");
+  EXPECT_EQ(s.controller.policy, pc::ControllerPolicy::kStatic);
+}
+
+TEST(Scenario, SetOverridesReplaceAndAddKeys) {
+  const pc::Scenario s = load(kMinimal, {"training.seq_len=1024", "zero.stage3_prefetch_bucket_size=1e6",
+                                         "controller.policy=ema_threshold", "cluster.gpus_per_node=4"});
+  EXPECT_EQ(s.training.seq_len, 1024);
+  EXPECT_EQ(s.zero.prefetch_bucket_numel, 1'000'000);
+  EXPECT_EQ(s.controller.policy, pc::ControllerPolicy::kEmaThreshold);
+  EXPECT_EQ(s.cluster.world_size(), 4);
+}
+
+TEST(Scenario, SetRejectsMalformedAssignments) {
+  EXPECT_THROW(load(kMinimal, {"training.seq_len"}), pc::InputError);
+  EXPECT_THROW(load(kMinimal, {"training..seq_len=3"}), pc::InputError);
+  EXPECT_THROW(load(kMinimal, {"model.x=3"}), pc::InputError);  // model is a value, not a section
+}
+
+TEST(Scenario, MultiNodeClusterNeedsANetworkAndMultipliesRanks) {
+  const pc::Scenario s = load(
+      "model: llama-2-7b\ntraining: {micro_batch: 1, seq_len: 2048}\n"
+      "cluster: {hardware: h100-sxm-cluster, nodes: 4}\n");
+  EXPECT_EQ(s.cluster.world_size(), 32);
+}
+
+TEST(Scenario, PolicyConstantsHaveDocumentedDefaults) {
+  const pc::Scenario pr = load(std::string(kMinimal) + "controller: {policy: deepspeed_pr8431}\n");
+  // The original PR's behaviour is fixed: every review defect on.
+  EXPECT_EQ(pr.controller.agreement, pc::Agreement::kNone);
+  EXPECT_EQ(pr.controller.timing, pc::TimingSource::kHostTimers);
+  EXPECT_TRUE(pr.controller.sample_during_record);
+  EXPECT_FALSE(pr.controller.clamp_initial);
+  const pc::Scenario fixed = load(std::string(kMinimal) + "controller: {policy: ema_threshold, timing: host_timers}\n");
+  EXPECT_EQ(fixed.controller.agreement, pc::Agreement::kAllReduceMax);
+  EXPECT_EQ(fixed.controller.timing, pc::TimingSource::kHostTimers);
+  EXPECT_DOUBLE_EQ(fixed.controller.grow_factor, 1.25);
+  EXPECT_DOUBLE_EQ(fixed.controller.shrink_factor, 0.9);
+  EXPECT_EQ(fixed.controller.update_interval, 10);
+  EXPECT_EQ(fixed.controller.min_bucket_numel, 10'000'000);
+  EXPECT_EQ(fixed.controller.max_bucket_numel, 500'000'000);
+}
+
+TEST(Scenario, DeepSpeedAdaptiveSwitchSelectsEmaThresholdWithItsBounds) {
+  const pc::Scenario s = load(std::string(kMinimal) +
+                              "zero: {stage3_adaptive_prefetch_bucket_size: true,"
+                              " stage3_adaptive_prefetch_min_size: 2e7}\n");
+  EXPECT_EQ(s.controller.policy, pc::ControllerPolicy::kEmaThreshold);
+  EXPECT_EQ(s.controller.min_bucket_numel, 20'000'000);
+  EXPECT_EQ(s.controller.max_bucket_numel, 500'000'000);
+}
+
+TEST(Scenario, AdaptiveSwitchContradictionsAreErrors) {
+  const std::string zero = "zero: {stage3_adaptive_prefetch_bucket_size: true}\n";
+  try {
+    load(std::string(kMinimal) + zero + "controller: {policy: static}\n");
+    FAIL() << "expected an InputError";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "controller.policy");
+    EXPECT_EQ(e.where().line, 5);
+  }
+  try {
+    load(std::string(kMinimal) + zero + "controller:\n  policy: ema_threshold\n  min_bucket_numel: 3e7\n");
+    FAIL() << "expected an InputError";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "controller.min_bucket_numel");
+    EXPECT_EQ(e.where().line, 7);
+  }
+  // Agreeing values are fine.
+  EXPECT_NO_THROW(load(std::string(kMinimal) + zero +
+                       "controller: {policy: ema_threshold, max_bucket_numel: 5e8}\n"));
+}

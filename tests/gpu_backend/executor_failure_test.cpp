@@ -1,0 +1,134 @@
+// A failure on one rank ends the whole executor run with a message naming the rank and the
+// operation, and nothing hangs (issue 7, "Done when" 5): an exception on the host, an error in
+// a kernel, a collective that differs from the other ranks', and a rank stuck past the timeout.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "core/scenario/scenario.hpp"
+#include "tests/gpu_backend/forwarding_device.hpp"
+#include "gpu_backend/executor.hpp"
+#include "gpu_backend/host_device.hpp"
+
+namespace pc = prefetchlab::core;
+namespace pg = prefetchlab::gpu;
+namespace pt = prefetchlab::testing;
+
+namespace {
+
+enum class Fault { kHostException, kKernelError, kCollectiveMismatch, kStuckRank };
+
+// Rank 1 misbehaves at its `after`-th GEMM (or all-gather).
+class FaultyDevice : public pt::ForwardingDevice {
+ public:
+  FaultyDevice(pg::Device& inner, pg::DeviceGroup& group, Fault fault) : ForwardingDevice(inner), group_(group), fault_(fault) {}
+
+  void gemm(pg::StreamId s, const pg::GemmArgs& args) override {
+    if (rank() == 1 && ++gemms_ == 40) {
+      if (fault_ == Fault::kHostException) throw std::runtime_error("injected host fault");
+      if (fault_ == Fault::kKernelError) {
+        pg::GemmArgs bad = args;
+        bad.type = pg::ElementType::kFP16;  // the host device's kernel rejects it when it runs
+        ForwardingDevice::gemm(s, bad);
+        return;
+      }
+      if (fault_ == Fault::kStuckRank) {
+        // The host thread hangs (a dead data loader, a deadlock): it comes back only once the
+        // group has given up on it.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!group_.failure() && std::chrono::steady_clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+      }
+    }
+    ForwardingDevice::gemm(s, args);
+  }
+  void all_gather(pg::StreamId s, pg::DeviceSpan send, pg::DeviceSpan recv, pg::ElementType t) override {
+    if (fault_ == Fault::kCollectiveMismatch && rank() == 1 && ++gathers_ == 5) {
+      // A different bucket on one rank (what ranks that decide their bucket alone do).
+      const std::uint64_t slot = send.bytes - 2;
+      ForwardingDevice::all_gather(s, send.sub(0, slot), recv.sub(0, slot * static_cast<std::uint64_t>(world_size())), t);
+      return;
+    }
+    ForwardingDevice::all_gather(s, send, recv, t);
+  }
+
+ private:
+  pg::DeviceGroup& group_;
+  Fault fault_;
+  int gemms_ = 0;
+  int gathers_ = 0;
+};
+
+struct Outcome {
+  pg::ExecutorResult result;
+  std::chrono::milliseconds elapsed;
+};
+
+Outcome run_with(Fault fault) {
+  const pc::Scenario s = pc::load_scenario(
+      std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/host/tiny-llama-host.yaml",
+      {"cluster.gpus_per_node=3", "training.iterations=3", "output.trace=false"},
+      pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR));
+  pg::HostDeviceOptions options;
+  options.world_size = 3;
+  options.capacity_bytes = 8ULL << 30;
+  options.collective_timeout = std::chrono::milliseconds(300);
+  pg::HostDeviceGroup inner(options);
+  pt::WrappingGroup<FaultyDevice> group(inner, [&](pg::Device& d) { return std::make_unique<FaultyDevice>(d, inner, fault); });
+  const auto start = std::chrono::steady_clock::now();
+  Outcome outcome{pg::Executor(s, group).run(), {}};
+  outcome.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  ::testing::Test::RecordProperty("message", outcome.result.message);
+  return outcome;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(ExecutorFailure, AnExceptionOnOneRankEndsTheRunNamingRankAndModule) {
+  const Outcome o = run_with(Fault::kHostException);
+  EXPECT_EQ(o.result.status, pc::RunStatus::kError);
+  ASSERT_TRUE(o.result.failure);
+  EXPECT_EQ(o.result.failure->rank, 1);
+  EXPECT_TRUE(contains(o.result.message, "rank 1")) << o.result.message;
+  EXPECT_TRUE(contains(o.result.message, "injected host fault")) << o.result.message;
+  EXPECT_TRUE(contains(o.result.message, "compute of module ")) << o.result.message;
+  EXPECT_TRUE(contains(o.result.message, "in iteration ")) << o.result.message;
+  EXPECT_LT(o.elapsed, std::chrono::seconds(10));
+}
+
+TEST(ExecutorFailure, AKernelErrorEndsTheRunNamingRankStreamAndKernel) {
+  const Outcome o = run_with(Fault::kKernelError);
+  EXPECT_EQ(o.result.status, pc::RunStatus::kError);
+  ASSERT_TRUE(o.result.failure);
+  EXPECT_EQ(o.result.failure->rank, 1);
+  EXPECT_TRUE(contains(o.result.message, "gemm")) << o.result.message;
+  EXPECT_TRUE(contains(o.result.message, "on stream compute")) << o.result.message;
+  EXPECT_TRUE(contains(o.result.message, "fp16")) << o.result.message;
+  EXPECT_LT(o.elapsed, std::chrono::seconds(10));
+}
+
+TEST(ExecutorFailure, ACollectiveMismatchEndsTheRunNamingTheOddRank) {
+  const Outcome o = run_with(Fault::kCollectiveMismatch);
+  EXPECT_EQ(o.result.status, pc::RunStatus::kCollectiveMismatch);
+  ASSERT_TRUE(o.result.failure);
+  EXPECT_EQ(o.result.failure->rank, 1);
+  EXPECT_EQ(o.result.failure->kind, pg::FailureKind::kCollectiveMismatch);
+  EXPECT_TRUE(contains(o.result.message, "collective mismatch")) << o.result.message;
+  EXPECT_TRUE(contains(o.result.message, "all_gather #")) << o.result.message;
+  EXPECT_LT(o.elapsed, std::chrono::seconds(10));
+}
+
+TEST(ExecutorFailure, AStuckRankIsNamedAfterTheTimeoutAndNothingHangs) {
+  const Outcome o = run_with(Fault::kStuckRank);
+  EXPECT_EQ(o.result.status, pc::RunStatus::kCollectiveMismatch);
+  ASSERT_TRUE(o.result.failure);
+  EXPECT_EQ(o.result.failure->rank, 1);
+  EXPECT_EQ(o.result.failure->kind, pg::FailureKind::kTimeout);
+  EXPECT_TRUE(contains(o.result.message, "did not reach the collective")) << o.result.message;
+  EXPECT_TRUE(contains(o.result.message, "within 300 ms")) << o.result.message;
+  EXPECT_LT(o.elapsed, std::chrono::seconds(10));
+}
