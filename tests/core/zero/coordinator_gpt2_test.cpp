@@ -274,6 +274,10 @@ TEST(CoordinatorGpt2, GathersPerIterationPhaseAndKind) {
       //   {wpe 786,432, then wte@301 in flight: queue empty}: 1 + 9 rounds.
       //   37 + 10 = 47 gathers, N + 58,258,176 = 182,576,640: exactly the 13 released
       //   params are gathered a second time, all before backward.
+      //   (The DeepSpeed oracle recording issues 49 / 187,295,232 here because its GPT-2-shaped
+      //   model has no transformer wrapper and no dropout modules, so its look-ahead crosses
+      //   into backward at layer 3; the same coordinator on that module tree reproduces it
+      //   call by call: deepspeed_oracle_test.cpp.)
       {1'000'000, 0,
        {kNone, {47, kNonPersistent + 58'258'176}, kNone, {13, 58'258'176}}, backward_kept,
        58'258'176},
