@@ -16,7 +16,7 @@
 //   parameters and no recorded counterpart; they are simply not called. Before each call the
 //   coordinator's step id and trace mode must equal the recorded ones, so the replay cannot drift.
 //   A second run drives the coordinator in the simulator's own hook order
-//   (tests/coordinator_driver.hpp) over our tree cut down to the recorded model's modules
+//   (tests/core/zero/coordinator_driver.hpp) over our tree cut down to the recorded model's modules
 //   (recording_shaped below); it must match the recording as well.
 // - Around the hooks, as DeepSpeed's engine does: reset_step() at the root's pre-forward (before
 //   the first forward fetch of each iteration), optimizer_step() after each backward
@@ -59,10 +59,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/coordinator.hpp"
-#include "core/model_config.hpp"
-#include "core/persistence.hpp"
-#include "coordinator_driver.hpp"
+#include "core/zero/coordinator.hpp"
+#include "core/model/model_config.hpp"
+#include "core/zero/persistence.hpp"
+#include "tests/core/zero/coordinator_driver.hpp"
 
 namespace pc = prefetchlab::core;
 namespace fs = std::filesystem;
