@@ -1,6 +1,6 @@
 // `prefetchlab allocator-replay`: a hand-written malloc/free sequence through core's
 // CachingAllocator gives the memory stats derived by hand from PyTorch's caching-allocator rules
-// (research hardware-and-allocator.md §4; the same rules caching_allocator.hpp lists), with and
+// (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp; the same rules caching_allocator.hpp lists), with and
 // without the out-of-memory retry; bad sequence files are clear errors naming file and line.
 #include <gtest/gtest.h>
 

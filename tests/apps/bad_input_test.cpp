@@ -1,5 +1,5 @@
 // Bad input through the real command line: every case must exit with code 2 and one message
-// naming the file, the line and the dotted key (DESIGN.md: "Every input error names the file,
+// naming the file, the line and the dotted key (docs/architecture.md: "Every input error names the file,
 // line and key, says what was expected, and suggests the closest valid key").
 #include <gtest/gtest.h>
 

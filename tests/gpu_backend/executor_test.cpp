@@ -55,7 +55,7 @@ struct Mismatches {
   }
 };
 
-// The unsharded reference gradient of `param` averaged over ranks (research §2: grads are
+// The unsharded reference gradient of `param` averaged over ranks (deepspeedai/DeepSpeed deepspeed/runtime/zero/stage3.py: grads are
 // divided by W before the reduce-scatter), from the same numbers the ranks computed with.
 struct RankData {
   std::vector<double> x, dy;  // activations and upstream gradients as the rank holds them
@@ -335,7 +335,7 @@ TEST(Executor, TheHostBlocksOnlyWhereDeepSpeedDoesOnOneRank) {
 
 // Offload adds no host block: the parameter copies are stream-ordered before the all-gathers;
 // the gradient copies down run on the reduce stream, which the end-of-backward synchronisation
-// (research deepspeed-zero3.md §2) already waits for before CPU Adam reads them; the updated
+// (deepspeedai/DeepSpeed deepspeed/runtime/zero/stage3.py) already waits for before CPU Adam reads them; the updated
 // parameters go up stream-ordered. Checkpointing's re-run forward fetches like any forward.
 TEST(Executor, TheHostBlocksOnlyWhereDeepSpeedDoesWithOffloadAndCheckpointing) {
   check_host_blocks(2, {"zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu",

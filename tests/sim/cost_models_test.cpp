@@ -1,5 +1,6 @@
-// The first cost models: the ring collective model against the research notes' numbers
-// (/work/shared/research/hardware-and-allocator.md §1), the compute roofline (§2.2, §6), and the
+// The first cost models: the ring collective model against NCCL's tuner constants
+// (NVIDIA/nccl src/graph/tuning.cc) and published nccl-tests busBW, the compute roofline (vendor
+// datasheets, stas00/ml-engineering MAMF), and the
 // calibration constants that tune both, read strictly from a profile's `calibration:` section
 // and a scenario's `cluster.calibration:` override.
 #include <gtest/gtest.h>
@@ -126,7 +127,7 @@ TEST(CollectiveCostModel, KindNamesFollowNcclTests) {
 }
 
 TEST(RingCostModel, ResearchWorkedExampleLlamaLayerOnEightH100) {
-  // Notes §1.5: one Llama-2-7B layer in bf16, 404,766,720 B, all-gathered on 8x H100 at
+  // One Llama-2-7B layer in bf16, 404,766,720 B, all-gathered on 8x H100 at
   // 360 GB/s: 32.2 us + 7/8 * 404.8e6 / 360e9 = ~1.02 ms.
   const auto model = ring("h100-sxm-8x");
   const std::int64_t layer_bytes = 404'766'720;
@@ -140,7 +141,7 @@ TEST(RingCostModel, ResearchWorkedExampleLlamaLayerOnEightH100) {
 }
 
 TEST(RingCostModel, DerivedBusBandwidthMatchesMeasurements) {
-  // NVLink: 0.8 x links x per-link (notes §1.5 measured ring busBW).
+  // NVLink: 0.8 x links x per-link (measured ring busBW, stas00/ml-engineering network/README.md).
   EXPECT_NEAR(ring("h100-sxm-8x").intra_node_bus_bandwidth_bytes_per_s(), 360 * kGB, 0.5 * kGB);
   EXPECT_NEAR(ring("h200-sxm-8x").intra_node_bus_bandwidth_bytes_per_s(), 361.4 * kGB,
               0.01 * 361.4 * kGB);  // stas00 all_gather
@@ -162,7 +163,8 @@ TEST(RingCostModel, DerivedBusBandwidthMatchesMeasurements) {
 }
 
 TEST(RingCostModel, LatencyTableNvlinkAndPciSimple) {
-  // Notes §1.2 derived table: ring AG/RS Simple, 2/4/8 ranks.
+  // Derived from NCCL's tuner constants (NVIDIA/nccl src/graph/tuning.cc): ring AG/RS Simple,
+  // 2/4/8 ranks.
   const auto nvlink = ring("h100-sxm-8x");
   const auto pci = ring("l40s-8x-pcie4");
   const std::vector<std::pair<int, std::pair<ps::TimeNs, ps::TimeNs>>> table{
@@ -275,7 +277,7 @@ TEST(RingCostModel, ImpossibleShapesThrow) {
 TEST(ComputeModel, KernelTakesTheLongerOfFlopsAndBytes) {
   const auto p = profile("h100-sxm-8x");
   const ps::ComputeModel m(p, p.calibration, pc::DType::kBF16);
-  const double flops_per_s = 989e12 * 0.803;  // MAMF (notes §2.2)
+  const double flops_per_s = 989e12 * 0.803;  // MAMF (stas00/ml-engineering compute/accelerator/README.md)
   const double bytes_per_s = 3350e9 * 0.87;
   EXPECT_DOUBLE_EQ(m.effective_flops_per_s(), flops_per_s);
   EXPECT_DOUBLE_EQ(m.effective_memory_bytes_per_s(), bytes_per_s);
@@ -341,7 +343,7 @@ TEST(ComputeModel, BackwardIsTwiceForwardForLinearsAndMoreForAttention) {
 }
 
 TEST(ComputeModel, LlamaLayerForwardOnH100NearResearchFigure) {
-  // Notes §6: a Llama-2-7B layer at b=1, s=4096 is 1.658 TFLOP of linears + 0.275 TFLOP of
+  // A Llama-2-7B layer at b=1, s=4096 is 1.658 TFLOP of linears + 0.275 TFLOP of
   // (non-causal) attention = 1.93 TFLOP -> ~2.4 ms at 800 TFLOPS. Here attention is causal
   // (half), GEMMs run at 989 x 0.803 = 794 TFLOPS, and the layer's memory-bound kernels (norms,
   // residual adds, SiLU, the SwiGLU product) add their own time.
@@ -427,7 +429,7 @@ TEST(ComputeModel, Fp32UsesTheFp32RateAndNeedsOne) {
 // --- Calibration constants -------------------------------------------------------------------
 
 TEST(Calibration, DefaultGemmEfficiencyPerGpu) {
-  // Notes §2.2 MAMF fractions.
+  // MAMF fractions (stas00/ml-engineering compute/accelerator/README.md).
   EXPECT_DOUBLE_EQ(pc::default_gemm_efficiency("NVIDIA H100 SXM 80GB"), 0.803);
   EXPECT_DOUBLE_EQ(pc::default_gemm_efficiency("NVIDIA H200 SXM 141GB"), 0.803);
   EXPECT_DOUBLE_EQ(pc::default_gemm_efficiency("NVIDIA A100 SXM 80GB"), 0.869);

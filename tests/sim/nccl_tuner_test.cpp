@@ -1,5 +1,5 @@
-// NCCL-tuner collective model (sim/nccl_tuner_cost_model.hpp) against the research notes
-// (/work/shared/research/hardware-and-allocator.md §1), the `collective` and `calibrate`
+// NCCL-tuner collective model (sim/nccl_tuner_cost_model.hpp) against NCCL's tuner
+// (NVIDIA/nccl src/graph/tuning.cc) and published nccl-tests figures, the `collective` and `calibrate`
 // commands, the nccl-tests log parser and fit, and the shape-dependent GEMM efficiency.
 // docs/collectives.md's predicted-vs-published busBW table is regenerated here.
 #include <gtest/gtest.h>
@@ -440,7 +440,7 @@ TEST(CollectiveFit, EndToEndBandwidthIsTheFallbackWhereTheLargestSizesLookFlat) 
 // --- Compute: GEMM efficiency by shape ----------------------------------------------------
 
 TEST(ComputeModelShape, ReproducesTheH100MatmulSweep) {
-  // zzc0721/torch-performance-test-data #79 (notes §2.2): 176.6 / 676.6 / 788.7 / 797.5 TFLOPS.
+  // zzc0721/torch-performance-test-data #79: 176.6 / 676.6 / 788.7 / 797.5 TFLOPS.
   const auto p = profile("h100-sxm-8x");
   const ps::ComputeModel m(p, p.calibration, pc::DType::kBF16);
   const std::vector<std::pair<std::int64_t, double>> sweep{{1024, 176.6}, {2048, 676.6}, {4096, 788.7}, {8192, 797.5}};

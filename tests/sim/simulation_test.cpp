@@ -497,7 +497,7 @@ TEST(Simulation, PeakAllocatedAgreesWithTheZeroAndActivationFormulas) {
     EXPECT_NEAR(static_cast<double>(stats.peak_allocated_bytes) / formula, 1.0, 0.02);
   }
   {
-    // Llama-2-7B, 8x H100, 1 x 4096: research §5.5's itemised Llama estimate,
+    // Llama-2-7B, 8x H100, 1 x 4096: our itemised Llama estimate in the manner of Korthikanti et al. (arXiv:2205.05198),
     // sbh(14 + 4kv/a) + 6sbf + 4asb per layer.
     const auto s = scenario("default.yaml", {"training.iterations=3", "training.warmup_iterations=1"});
     const auto result = simulate(s);
@@ -514,7 +514,7 @@ TEST(Simulation, PeakAllocatedAgreesWithTheZeroAndActivationFormulas) {
 }
 
 TEST(Simulation, TheReduceScatterInterleavesIntoANewFlatBuffer) {
-  // reduce_scatter_coalesced (research §2) interleaves a bucket's padded chunks into a new flat
+  // reduce_scatter_coalesced (deepspeedai/DeepSpeed deepspeed/runtime/comm/coalesced_collectives.py) interleaves a bucket's padded chunks into a new flat
   // buffer (torch.cat) on the reduce stream. With one bucket holding every gradient (flushed at
   // the end of backward), allocated memory steps up once in the iteration by exactly that
   // buffer: the sum of the gradients, each padded to a multiple of the world size.

@@ -1,6 +1,6 @@
-// The prefetch controllers pinned to their rules: ema_threshold (research deepspeed-zero3.md
-// §3.4 and its four defect switches), deepspeed_pr8431's EMAs and cadence (§3.2), agreement,
-// and pace_search. Controllers are driven as core/control/prefetch_controller.hpp's executor contract
+// The prefetch controllers pinned to their rules: ema_threshold (0z5a/DeepSpeed commit 6e70233
+// and its four defect switches), deepspeed_pr8431's EMAs and cadence (deepspeedai/DeepSpeed
+// PR #8431), agreement, and pace_search. Controllers are driven as core/control/prefetch_controller.hpp's executor contract
 // says.
 #include <gtest/gtest.h>
 

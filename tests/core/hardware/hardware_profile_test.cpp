@@ -1,4 +1,4 @@
-// Hardware profiles: every bundled file loads, derived link rates match the research notes, and
+// Hardware profiles: every bundled file loads, derived link rates match the vendors' figures, and
 // every malformed file is an InputError naming file, line and key.
 #include "core/hardware/hardware_profile.hpp"
 

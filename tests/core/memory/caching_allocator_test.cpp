@@ -1,5 +1,5 @@
-// CachingAllocator: the PyTorch CUDA caching allocator's rules (research hardware-and-allocator.md
-// §4): the worked example of §4.6 byte for byte, invariants under seeded random sequences,
+// CachingAllocator: the PyTorch CUDA caching allocator's rules (pytorch/pytorch
+// c10/cuda/CUDACachingAllocator.cpp): a worked example byte for byte, invariants under seeded random sequences,
 // cross-stream delayed free, the out-of-memory path, and one test per option that fails if the
 // option were ignored.
 #include "core/memory/caching_allocator.hpp"
@@ -70,7 +70,7 @@ TEST(CachingAllocatorRounding, RoundSizeAndSegmentSize) {
   EXPECT_EQ(pc::segment_size_for(11 * MiB + 512), 12 * MiB);
 }
 
-// ------------------------------------------------------------------ research §4.6, byte for byte
+// ------------------------------------------------------------------ a worked example, byte for byte
 
 TEST(CachingAllocatorWorkedExample, EveryStepOfResearch46) {
   pc::FixedCapacityDeviceMemory device(80 * GiB);
@@ -116,7 +116,7 @@ TEST(CachingAllocatorWorkedExample, EveryStepOfResearch46) {
   EXPECT_EQ(segments(alloc), 2);
   EXPECT_INVARIANTS(alloc);
 
-  // free(3 MiB): free, but its segment is split, so it is inactive split memory. (The notes give
+  // free(3 MiB): free, but its segment is split, so it is inactive split memory. (A simpler reading gives
   // 3 MiB: that is the large pool; the small segment's unused 2 MiB - 512 counts in .all too.)
   alloc.free(a);
   EXPECT_EQ(allocated(alloc), I(17 * MiB + 512));

@@ -1,5 +1,5 @@
 // Model files, the GPT-2 / BERT / Llama builders and the persistence rule. Published counts
-// and per-layer numbers are those of research hardware-and-allocator.md §6.
+// (the models' cards and papers) and per-layer numbers (Hugging Face transformers' modeling files).
 #include <gtest/gtest.h>
 
 #include "tests/support/input_error_testing.hpp"
@@ -237,7 +237,7 @@ TEST(ModelBuilder, BertMlmTiesDecoderWeightAndSharesTheHeadBias) {
       "intermediate_size: 3072\nvocab_size: 30522\nmax_positions: 512\n");
   const pc::ModelSpec spec = pc::build_model(pc::load_model_config(root), "bert-mlm", pc::DType::kBF16);
   EXPECT_EQ(spec.modules[0].class_name, "BertForMaskedLM");
-  // BertModel without pooler + transform dense and LayerNorm + decoder bias (research §6).
+  // BertModel without pooler + transform dense and LayerNorm + decoder bias (transformers models/bert/modeling_bert.py).
   EXPECT_EQ(spec.total_numel(), 109'482'240 - 590'592 + 590'592 + 1'536 + 30'522);
   const auto& decoder = spec.modules[static_cast<std::size_t>(module_index(spec, "cls.predictions.decoder"))];
   const auto& predictions = spec.modules[static_cast<std::size_t>(module_index(spec, "cls.predictions"))];
@@ -294,7 +294,7 @@ TEST(ModelBuilder, LinearForwardFlopsPerLayerAndLmHead) {
 }
 
 TEST(ModelBuilder, AttentionCoreIsHalvedForCausalModels) {
-  // 4*s*h per token per position (QK^T + AV); causal kernels skip about half (research §6).
+  // 4*s*h per token per position (QK^T + AV); causal kernels skip about half (FlashAttention's causal FLOP count, Dao 2023, arXiv:2307.08691).
   const pc::ModelSpec llama = bundled("llama-2-7b");
   EXPECT_EQ(llama.modules[static_cast<std::size_t>(module_index(llama, "model.layers.0.self_attn"))]
                 .forward_flops.per_token_per_position,
@@ -324,7 +324,7 @@ TEST(ModelBuilder, KorthikantiActivationBytesPerGptAndBertLayer) {
     EXPECT_EQ(saved.per_token, 34 * spec.hidden_size);
     EXPECT_EQ(saved.per_token_per_position, 5 * spec.num_heads);
   }
-  // Llama estimate of §5.5 (itemised): sbh(14 + 4kv/a) + 6sbf + 4asb.
+  // Our itemised Llama estimate (after Korthikanti et al., arXiv:2205.05198): sbh(14 + 4kv/a) + 6sbf + 4asb.
   const pc::ModelSpec llama = bundled("llama-2-7b");
   pc::TokenScaled saved;
   for (const int i : subtree(llama, module_index(llama, "model.layers.0"))) {

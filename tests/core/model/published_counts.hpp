@@ -1,5 +1,5 @@
 #pragma once
-// Published parameter counts (research hardware-and-allocator.md §6), the reference every
+// Published parameter counts (the models' Hugging Face model cards and papers), the reference every
 // bundled model must reproduce, from the model builder and through `prefetchlab describe`.
 #include <cstdint>
 #include <map>

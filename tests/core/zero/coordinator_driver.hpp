@@ -1,7 +1,7 @@
 #pragma once
 // A test executor for core::Coordinator: plays DeepSpeed's hooks over a ModelSpec's module tree
-// in the order the simulator calls them (sim/rank_process.cpp, research deepspeed-zero3.md
-// §1.3, §1.10) and logs every plan action with where it came from:
+// in the order the simulator calls them (sim/rank_process.cpp; deepspeedai/DeepSpeed
+// deepspeed/runtime/zero/parameter_offload.py) and logs every plan action with where it came from:
 //   forward:  reset_step, then pre-order: fetch(m), children, release(m)
 //   backward: fetch(m), children in reverse, release(m)
 //   optimizer_step() when the test asks for it.

@@ -1,7 +1,7 @@
 // core::Coordinator on GPT-2 small's real module tree (models/gpt2-small.yaml): gathers per
 // iteration, phase and kind, and releases, at prefetch buckets 5e7 / 1e6 / 0, each with
 // max_reuse_distance 0 and 1e9 (max_live 1e9, world size 8, default persistence thresholds).
-// Every expected number is derived below from the rules of research deepspeed-zero3.md §1 and
+// Every expected number is derived below from the rules of DeepSpeed's coordinator (docs/architecture.md) and
 // GPT-2 small's shapes; none was copied from a run.
 //
 // ---- The model as ZeRO-3 sees it (core/model/gpt2_model.cpp, HF GPT2LMHeadModel) ----------------
@@ -34,8 +34,8 @@
 //
 // ---- Iteration 1 (RECORD; identical in all six configurations) -------------------------------
 // Nothing is resident at the start (the optimizer has not yet re-gathered persistent params);
-// RECORD has no prefetch (§1.4) and releases every direct param, persistent ones included,
-// at each post-hook (§1.9). So each module with params gathers all of them on demand, in one
+// RECORD has no prefetch and releases every direct param, persistent ones included,
+// at each post-hook. So each module with params gathers all of them on demand, in one
 // coalesced bf16 gather, in both passes, and wte is gathered twice per pass (wte, lm_head):
 //   forward on-demand = 76 gathers, 124,439,808 + 38,597,376 = 163,037,184 elements;
 //   forward releases  = 148 + 1 (wte again) = 149 params, 163,037,184 elements;
@@ -46,7 +46,7 @@
 // ---- Iterations 2–4 (COMPLETE) ---------------------------------------------------------------
 // Each starts with exactly the 98 persistent params resident (re-gathered by the previous
 // step), nothing in flight, n_available 0, queue = full parameter trace. Persistent entries are
-// AVAILABLE and popped for free; persistent params are never released in COMPLETE (§1.9).
+// AVAILABLE and popped for free; persistent params are never released in COMPLETE.
 // With max_live 1e9 the budget is always the bucket (n_available ≤ 182.6M < 1e9 − bucket).
 // Optimizer step: every non-persistent param was released by its last backward post-hook (see
 // below), so release_and_reset_all releases the 98 persistent ones (121,344), then one
@@ -246,7 +246,7 @@ TEST(CoordinatorGpt2, GathersPerIterationPhaseAndKind) {
       //   3 gathers, 51,180,288 + 51,904,512 + 21,233,664 = 124,318,464 = N.
       // Every pop set "most recent step fetched for" to the param's last (backward) use, so
       // no forward post-hook (the first is wte's, at step 3) has a candidate, whatever the
-      // reuse distance (§1.9): 0 releases, and the two reuse rows are identical.
+      // reuse distance: 0 releases, and the two reuse rows are identical.
       {50'000'000, kHuge, {kNone, {3, kNonPersistent}, kNone, kNone}, backward_kept, 0},
       {50'000'000, 0, {kNone, {3, kNonPersistent}, kNone, kNone}, backward_kept, 0},
       // bucket 1e6, reuse 1e9. Rounds pop until ≥ 1e6: step 0 {wte}; step 1 {wpe 786,432 <
@@ -257,7 +257,7 @@ TEST(CoordinatorGpt2, GathersPerIterationPhaseAndKind) {
       //   the queue resident or in flight (nothing released yet, see below): empty, no gather.
       //   37 gathers, N. Forward post-hooks before step 37 do have candidates (most recent
       //   step = the forward use), but the 1e9 scan of the remaining trace (< 2·163M elements)
-      //   finds each param's backward use: 0 releases. Nothing re-gathered (§1.13 item 4).
+      //   finds each param's backward use: 0 releases. Nothing re-gathered.
       {1'000'000, kHuge, {kNone, {37, kNonPersistent}, kNone, kNone}, backward_kept, 0},
       // bucket 1e6, reuse 0. Same 37 rounds at steps 0–36, but reuse 0 scans nothing, so each
       //   weight is released at its forward post-hook while its "most recent step" is still
@@ -309,7 +309,7 @@ TEST(CoordinatorGpt2, GathersPerIterationPhaseAndKind) {
     EXPECT_EQ(tally[3], tally[2]);
     EXPECT_EQ(tally[4], tally[2]);
     // Gathered numel per iteration and the reuse distance. With 1e9 nothing is re-gathered
-    // (§1.13 item 4): N once (on demand or prefetched) + P re-gathered after the step =
+    //: N once (on demand or prefetched) + P re-gathered after the step =
     // 124,439,808, the model itself, and backward gathers nothing. With 0 the re-gathers are
     // the params released before a later use: none at 5e7 (the scan got there first),
     // 58,258,176 at 1e6, wte + N + wte at 0.

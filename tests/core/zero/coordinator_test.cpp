@@ -1,5 +1,5 @@
 // core::Coordinator against DeepSpeed's PartitionedParameterCoordinator rules
-// (research/deepspeed-zero3.md §1.4–1.9). One test per rule; expected numbers are derived in
+// (deepspeedai/DeepSpeed deepspeed/runtime/zero/partitioned_param_coordinator.py; docs/architecture.md). One test per rule; expected numbers are derived in
 // comments from the toy model below.
 #include <gtest/gtest.h>
 
