@@ -20,6 +20,22 @@ ModelSpec model_spec_header(const ModelConfig& config, const std::string& name, 
   return spec;
 }
 
+namespace {
+
+// Every family here feeds token ids to its embeddings (class "Embedding") and nothing else to
+// them or to the modules above them; see ModuleSpec::post_backward_hook_fires.
+void mark_token_id_modules(ModelSpec& model) {
+  for (ModuleSpec& module : model.modules) {
+    if (module.class_name != "Embedding") continue;
+    module.post_backward_hook_fires = false;
+    for (int up = module.parent; up >= 0; up = model.modules[static_cast<std::size_t>(up)].parent) {
+      model.modules[static_cast<std::size_t>(up)].post_backward_hook_fires = false;
+    }
+  }
+}
+
+}  // namespace
+
 ModelSpec build_model(const ModelConfig& config, const std::string& name, DType dtype) {
   ModelSpec model;
   switch (config.architecture) {
@@ -28,6 +44,7 @@ ModelSpec build_model(const ModelConfig& config, const std::string& name, DType 
     case Architecture::kLlama: model = build_llama_model(config, name, dtype); break;
     default: throw std::logic_error("build_model: unknown architecture");
   }
+  mark_token_id_modules(model);
   return model;
 }
 

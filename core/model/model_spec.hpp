@@ -54,6 +54,14 @@ struct ModuleSpec {
   TokenScaled forward_flops;        // floating-point operations
   TokenScaled forward_bytes;        // device-memory traffic (weights read, activations in/out)
   TokenScaled activation_bytes;     // saved for backward (16-bit activations as in Korthikanti)
+  // Whether DeepSpeed's post-backward hook fires for this module. DeepSpeed wraps the module's
+  // forward *inputs* in an autograd function whose backward is that hook, and only inputs that
+  // require grad are wrapped (deepspeedai/DeepSpeed deepspeed/runtime/zero/parameter_offload.py,
+  // PostBackwardFunctionModule via apply_to_tensors_only). A module fed only token or position
+  // ids (an embedding, and every module above one: the model wrappers and the root) never gets
+  // it, so its parameters are not released in backward but by the optimizer step's
+  // release-all. Recorded on real DeepSpeed ZeRO-3 (GPT-2 small, 0.19.6 and 0.14.5).
+  bool post_backward_hook_fires = true;
 };
 
 struct ModelSpec {

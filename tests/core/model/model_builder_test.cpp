@@ -171,6 +171,25 @@ TEST(ModelBuilder, Gpt2BlockRunsInHfForwardOrderWithoutAttnDropout) {
   EXPECT_EQ(subtree_order(spec, "transformer.h.0"), expected);
 }
 
+// DeepSpeed's post-backward hook never fires for modules fed only token ids (recorded on real
+// DeepSpeed ZeRO-3: the root, wte and wpe are fetched in backward but never released there).
+TEST(ModelBuilder, PostBackwardHookSkipsModulesFedOnlyTokenIds) {
+  const auto fires = [](const pc::ModelSpec& spec) {
+    std::vector<std::string> skipped;
+    for (const auto& m : spec.modules) {
+      if (!m.post_backward_hook_fires) skipped.push_back(m.name);
+    }
+    return skipped;
+  };
+  EXPECT_EQ(fires(bundled("gpt2-small")),
+            (std::vector<std::string>{"", "transformer", "transformer.wte", "transformer.wpe"}));
+  EXPECT_EQ(fires(bundled("tiny-llama")), (std::vector<std::string>{"", "model", "model.embed_tokens"}));
+  EXPECT_EQ(fires(bundled("bert-base-qa")),
+            (std::vector<std::string>{"", "bert", "bert.embeddings", "bert.embeddings.word_embeddings",
+                                      "bert.embeddings.token_type_embeddings",
+                                      "bert.embeddings.position_embeddings"}));
+}
+
 TEST(ModelBuilder, BertTaskHeadsNestBertModelAndDropThePooler) {
   const pc::ModelSpec bare = bundled("bert-base");
   EXPECT_EQ(bare.modules[0].class_name, "BertModel");
