@@ -23,15 +23,16 @@ std::vector<BucketRecord> replay_controller(const ControllerConfig& config, Cont
                        "samples.csv from a run that records it");
     }
   }
+  // Per rank: its samples in file order, which samples_reader guarantees is iteration order, so
+  // each iteration's samples are the next run of them (memory follows the file, not the
+  // iteration numbers in it).
   int last_iteration = 0;
-  // Per (rank, iteration): the samples in file order.
-  for (const TimingSample& s : samples.samples) last_iteration = std::max(last_iteration, s.iteration);
-  std::vector<std::vector<std::vector<const TimingSample*>>> by_rank(
-      static_cast<std::size_t>(world_size),
-      std::vector<std::vector<const TimingSample*>>(static_cast<std::size_t>(last_iteration) + 1));
+  std::vector<std::vector<const TimingSample*>> by_rank(static_cast<std::size_t>(world_size));
   for (const TimingSample& s : samples.samples) {
-    by_rank.at(static_cast<std::size_t>(s.rank))[static_cast<std::size_t>(s.iteration)].push_back(&s);
+    last_iteration = std::max(last_iteration, s.iteration);
+    by_rank.at(static_cast<std::size_t>(s.rank)).push_back(&s);
   }
+  std::vector<std::size_t> next_sample(static_cast<std::size_t>(world_size), 0);
 
   std::vector<BucketRecord> buckets;
   std::vector<Proposal> proposals(static_cast<std::size_t>(world_size));
@@ -62,9 +63,10 @@ std::vector<BucketRecord> replay_controller(const ControllerConfig& config, Cont
     // Step 3: the iteration's samples, in fetch order, if wanted.
     for (int r = 0; r < world_size; ++r) {
       PrefetchController& controller = *controllers[static_cast<std::size_t>(r)];
-      if (!controller.wants_samples()) continue;
-      for (const TimingSample* s : by_rank[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)]) {
-        controller.observe(*s);
+      const auto& rank_samples = by_rank[static_cast<std::size_t>(r)];
+      std::size_t& next = next_sample[static_cast<std::size_t>(r)];
+      for (; next < rank_samples.size() && rank_samples[next]->iteration == i; ++next) {
+        if (controller.wants_samples()) controller.observe(*rank_samples[next]);
       }
     }
   }

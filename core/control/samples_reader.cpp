@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/input/input_error.hpp"
+#include "core/input/input_limits.hpp"
 #include "core/metrics/metrics_csv.hpp"
 
 namespace prefetchlab::core {
@@ -87,7 +88,9 @@ SamplesFile read_samples_csv(const std::filesystem::path& path, int world_size) 
     };
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     TimingSample sample;
-    sample.iteration = static_cast<int>(integer(0, 1, std::numeric_limits<int>::max(), "an iteration >= 1"));
+    // Bounded: a replay steps every controller through every iteration up to the last one.
+    sample.iteration = static_cast<int>(
+        integer(0, 1, kMaxIterations, "an iteration in [1, " + std::to_string(kMaxIterations) + "]"));
     sample.rank = static_cast<int>(integer(1, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(),
                                            "a rank"));
     if (sample.rank < 0 || sample.rank >= world_size) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/input/input_error.hpp"
+#include "core/input/input_limits.hpp"
 
 namespace prefetchlab::core {
 namespace {
@@ -133,13 +134,26 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
       // "#  Rank  3 Group  0 Pid ..." and "# nThread 1 nGpus 8 ..." and the column header.
       const std::string_view body = trim(line.substr(line.find('#') + 1));
       const auto words = split_ws(body);
+      const std::string max_ranks = std::to_string(kMaxRanks);
       if (words.size() >= 2 && words[0] == "Rank") {
-        if (const auto r = to_int(words[1])) rank_ids.insert(static_cast<int>(*r));
+        if (const auto r = to_int(words[1])) {
+          if (*r < 0 || *r >= kMaxRanks) {
+            throw InputError({file, line_no}, "Rank", "rank " + std::string(words[1]) + " is out of range",
+                             "a rank in [0, " + max_ranks + ")");
+          }
+          rank_ids.insert(static_cast<int>(*r));
+        }
       }
       for (std::size_t i = 0; i + 3 < words.size(); ++i) {
         if (words[i] == "nThread" && words[i + 2] == "nGpus") {
           const auto t = to_int(words[i + 1]);
           const auto g = to_int(words[i + 3]);
+          // Each at least 1 and their product at most kMaxRanks (checked without overflow).
+          if (t && g && (*t < 1 || *g < 1 || *t > kMaxRanks / *g)) {
+            throw InputError({file, line_no}, "nThread", "nThread " + std::string(words[i + 1]) + " x nGpus " +
+                                 std::string(words[i + 3]) + " is out of range",
+                             "nThread and nGpus of at least 1, at most " + max_ranks + " ranks in all");
+          }
           if (t && g) threads_times_gpus = static_cast<int>(*t * *g);
         }
       }
@@ -170,6 +184,9 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     const auto bytes = to_int(tokens[0]);
     const auto count = to_int(tokens[1]);
     if (!bytes || !count || *count < 0) fail("size '" + std::string(tokens[0]) + "' or count '" + std::string(tokens[1]) + "' is not a whole number");
+    if (*bytes > kMaxBytes || *count > *bytes) {
+      fail("size " + std::string(tokens[0]) + " with count " + std::string(tokens[1]) + " is out of range");
+    }
     row.bytes = *bytes;
     row.count = *count;
     row.type = std::string(tokens[2]);
@@ -209,9 +226,10 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   // all_gather / reduce_scatter: size = count per rank x type size x ranks.
   if (!log.ranks && log.op && *log.op != NcclTestsOp::kAllReduce) {
     for (const auto& row : log.rows) {
-      const int t = *nccl_tests_type_bytes(row.type);
-      if (row.count > 0 && row.bytes % (row.count * t) == 0) {
-        log.ranks = static_cast<int>(row.bytes / (row.count * t));
+      // count <= bytes <= kMaxBytes (checked per row), so count * t cannot overflow.
+      const std::int64_t per_rank = row.count * *nccl_tests_type_bytes(row.type);
+      if (per_rank > 0 && row.bytes % per_rank == 0 && row.bytes / per_rank <= kMaxRanks) {
+        log.ranks = static_cast<int>(row.bytes / per_rank);
         break;
       }
     }

@@ -28,6 +28,16 @@ void apply_override(YAML::Node& root, const std::string& assignment, YamlSource&
     throw InputError(where, dotted, "value is not valid YAML (" + e.msg + ")", "a YAML scalar or list");
   }
 
+  // A document whose root is a scalar or a list has no keys to set (yaml-cpp would throw from
+  // operator[] on it): the file is what is wrong, so the error names it.
+  if (root.IsDefined() && !root.IsNull() && !root.IsMap()) {
+    const int line = root.Mark().line >= 0 ? root.Mark().line + 1 : 1;
+    throw InputError({source.file, line}, dotted,
+                     std::string("cannot be set: the document's root is a ") +
+                         (root.IsSequence() ? "list" : "scalar") + ", not a mapping",
+                     "a YAML mapping of sections (model:, training:, cluster:, ...)");
+  }
+
   // Walk down with reset(): plain assignment between yaml-cpp Nodes would overwrite the
   // referenced value instead of moving the cursor.
   YAML::Node cursor;

@@ -9,6 +9,7 @@
 #include "core/io/csv_reader.hpp"
 #include "core/memory/device_memory.hpp"
 #include "core/input/input_error.hpp"
+#include "core/input/input_limits.hpp"
 
 namespace prefetchlab::core {
 
@@ -42,8 +43,12 @@ std::vector<AllocatorStep> load_allocator_sequence(const std::filesystem::path& 
       const char* end = bytes.data() + bytes.size();
       const auto [ptr, ec] = std::from_chars(bytes.data(), end, step.bytes);
       // At least 1: torch.empty of 0 bytes never reaches the allocator, so it would not compare.
-      if (bytes.empty() || ec != std::errc{} || ptr != end || step.bytes == 0) {
-        throw InputError(at, "bytes", "is '" + bytes + "'", "a whole number of bytes, at least 1, for malloc");
+      // At most kMaxBytes: a size near 2^64 would wrap in the allocator's rounding, where PyTorch
+      // refuses it; anything above the device's capacity is an out-of-memory step instead.
+      if (bytes.empty() || ec != std::errc{} || ptr != end || step.bytes == 0 ||
+          step.bytes > static_cast<std::uint64_t>(kMaxBytes)) {
+        throw InputError(at, "bytes", "is '" + bytes + "'",
+                         "a whole number of bytes, at least 1 and at most 2^50 (1 PiB), for malloc");
       }
       if (!live.insert(step.id).second) {
         throw InputError(at, "id", "'" + step.id + "' is allocated again while live", "a free of it first, or another id");
