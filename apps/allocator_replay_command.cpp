@@ -1,6 +1,5 @@
 #include "allocator_replay_command.hpp"
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -10,6 +9,7 @@
 #include "core/memory/allocator_options.hpp"
 #include "core/memory/allocator_sequence.hpp"
 #include "core/input/input_error.hpp"
+#include "core/io/json_file.hpp"
 #include "core/input/size_value.hpp"
 
 namespace prefetchlab::apps {
@@ -43,10 +43,7 @@ int run_allocator_replay(const AllocatorReplayOptions& o) {
   const std::string text = out.dump(2) + "\n";
   std::cout << text;
   if (!o.output.empty()) {
-    std::ofstream file(o.output, std::ios::binary);
-    if (!(file << text)) {
-      throw core::InputError({o.output, 0}, "-o", "cannot be written", "a writable file path");
-    }
+    core::write_text_atomically(o.output, text);
   }
   return replay.oom ? kExitOutOfMemory : kExitOk;
 }

@@ -17,6 +17,7 @@
 #include "core/hardware/collective_fit.hpp"
 #include "core/hardware/hardware_profile.hpp"
 #include "core/input/input_error.hpp"
+#include "core/io/json_file.hpp"
 #include "core/hardware/nccl_tests_log.hpp"
 #include "device_calibration.hpp"
 
@@ -203,11 +204,7 @@ int run_calibrate(const CalibrateOptions& o) {
     emitter << root;
     out_text = header.str() + emitter.c_str() + std::string("\n");
   }
-  {
-    std::ofstream out(o.output);
-    if (!out) throw core::InputError({o.output, 0}, "-o", "cannot write the file", "a writable path");
-    out << out_text;
-  }
+  core::write_text_atomically(o.output, out_text);
   const core::HardwareProfile written = core::load_hardware_profile(o.output);
   std::printf("wrote %s (base %s): collective_latency_us %.2f", o.output.c_str(), base->string().c_str(),
               values["collective_latency_us"]);

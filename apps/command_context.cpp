@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "core/input/input_error.hpp"
+#include "core/io/io_error.hpp"
 
 namespace prefetchlab::apps {
 
@@ -20,6 +21,12 @@ int run_guarded(const std::function<int()>& body) {
   } catch (const core::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;
+  } catch (const core::IoError& e) {
+    std::cerr << "I/O error: " << e.what() << "\n";
+    return kExitIoError;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::cerr << "I/O error: " << e.what() << "\n";
+    return kExitIoError;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";
     return kExitInternalError;

@@ -14,6 +14,8 @@ enum ExitCode : int {
   kExitBadInput = 2,
   kExitCollectiveMismatch = 3,
   kExitOutOfMemory = 4,
+  kExitExpectationFailed = 5,  // a scenario's `expect:` (or a fidelity case) not met
+  kExitIoError = 6,            // an output could not be written (full disk, permission, ...)
 };
 
 // The tree holding models/ and hardware/: $PREFETCHLAB_HOME when set, else the source tree
@@ -21,8 +23,9 @@ enum ExitCode : int {
 std::filesystem::path data_root();
 core::BundledData bundled_data();
 
-// Runs a subcommand body: InputError -> message on stderr and exit 2; any other exception ->
-// "internal error" and exit 1.
+// Runs a subcommand body: InputError -> message on stderr and exit 2; an I/O failure (IoError,
+// or a filesystem error such as a folder that cannot be made) -> "I/O error" naming the file and
+// exit 6; any other exception -> "internal error" and exit 1.
 int run_guarded(const std::function<int()>& body);
 
 }  // namespace prefetchlab::apps

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -12,6 +11,7 @@
 
 #include "command_context.hpp"
 #include "core/input/input_error.hpp"
+#include "core/io/json_file.hpp"
 #include "core/scenario/scenario.hpp"
 #include "sim/world.hpp"
 #include "static_bucket_grid.hpp"
@@ -204,7 +204,7 @@ int compare(const CompareOptions& options) {
   if (options.output.empty()) {
     std::cout << table.str();
   } else {
-    std::ofstream(options.output) << table.str();
+    core::write_text_atomically(options.output, table.str());
   }
   return kExitOk;
 }

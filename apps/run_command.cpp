@@ -1,5 +1,6 @@
 #include "run_command.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -25,6 +26,7 @@ struct RunOptions {
   std::string scenario;
   std::string output_dir;
   std::vector<std::string> overrides;
+  bool no_expect = false;  // --no-expect: the scenario's checks are neither run nor recorded
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -104,8 +106,21 @@ int run(const RunOptions& options) {
       core::summarize(result.metrics, static_cast<int>(scenario.training.warmup_iterations));
   nlohmann::ordered_json summary =
       core::summary_to_json(stats, result.status, core::scenario_to_json(scenario), result.message);
-  const nlohmann::ordered_json checks = core::check_expectations(scenario.expect, result.status, stats);
+  // A bundled scenario's `expect:` describes the file as written; exploring it with --set
+  // usually breaks them, hence --no-expect.
+  const nlohmann::ordered_json checks = options.no_expect
+                                            ? nlohmann::ordered_json::array()
+                                            : core::check_expectations(scenario.expect, result.status, stats);
   summary["expectations"] = checks;
+  // A scenario's `expect:` is a regression test: any check not met fails the run with exit
+  // code 5 (summary.json says which and records that exit code). An interrupted run stays 130:
+  // it did not finish, so its checks say nothing.
+  const bool all_met = std::all_of(checks.begin(), checks.end(),
+                                   [](const nlohmann::ordered_json& check) { return check["met"].get<bool>(); });
+  const int exit_code = all_met || result.status == core::RunStatus::kInterrupted
+                            ? core::run_status_exit_code(result.status)
+                            : kExitExpectationFailed;
+  summary["exit_code"] = exit_code;
   core::write_json_atomically(dir / "summary.json", summary);
   if (scenario.output.trace) sim::write_trace_json(dir / "trace.json", world);
   print_summary(scenario, stats, result, dir);
@@ -113,7 +128,7 @@ int run(const RunOptions& options) {
     std::cout << "expect " << check["check"].get<std::string>() << ": " << check["expected"].dump() << ", got "
               << check["actual"].dump() << (check["met"].get<bool>() ? " (met)" : " (NOT MET)") << "\n";
   }
-  return core::run_status_exit_code(result.status);
+  return exit_code;
 }
 
 }  // namespace
@@ -124,6 +139,8 @@ CLI::App* add_run_command(CLI::App& app, int* exit_code) {
   command->add_option("scenario", options->scenario, "scenario YAML")->required();
   command->add_option("-o,--output", options->output_dir, "output folder (default: the scenario's output.dir)");
   command->add_option("--set", options->overrides, "override a scenario key: key.path=value");
+  command->add_flag("--no-expect", options->no_expect,
+                    "do not check the scenario's expect: section (a check not met is exit code 5)");
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return run(*options); }); });
   return command;
 }

@@ -1,20 +1,14 @@
 #include "core/io/csv_row_writer.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
-#include <stdexcept>
-#include <system_error>
+
+#include "core/io/io_error.hpp"
 
 namespace prefetchlab::core {
-namespace {
-
-[[noreturn]] void throw_io_error(const char* what, const std::filesystem::path& path, int error) {
-  std::string message = std::string(what) + " '" + path.string() + "'";
-  if (error != 0) message += ": " + std::generic_category().message(error);
-  throw std::runtime_error(message);
-}
-
-}  // namespace
 
 std::string CsvField::format_integer(long long value) {
   char buffer[24];
@@ -69,7 +63,10 @@ CsvRowWriter::CsvRowWriter(std::filesystem::path path, const std::vector<std::st
   }
   errno = 0;
   file_.reset(std::fopen(path_.c_str(), mode == Mode::kAppend ? "ab" : "wb"));
-  if (!file_) throw_io_error("cannot open for writing", path_, errno);
+  if (!file_) throw IoError("cannot open for writing", path_, errno);
+  struct stat status{};
+  if (::fstat(::fileno(file_.get()), &status) != 0) throw IoError("cannot stat", path_, errno);
+  committed_bytes_ = static_cast<std::int64_t>(status.st_size);
   if (has_content) return;
   std::vector<CsvField> fields(header.begin(), header.end());
   std::string line;
@@ -96,11 +93,25 @@ void CsvRowWriter::add_row(std::span<const CsvField> row, std::string& out) cons
 
 void CsvRowWriter::write_and_flush(const std::string& text) {
   if (!file_) throw std::logic_error("CSV file '" + path_.string() + "' is already closed");
-  errno = 0;
-  const std::size_t written = std::fwrite(text.data(), 1, text.size(), file_.get());
-  if (written != text.size() || std::fflush(file_.get()) != 0) {
-    throw_io_error("cannot write", path_, errno);
+  // One write(2) loop per call, no stdio buffer: when the disk fills part-way, the file is cut
+  // back to what it held before, so every row in it is whole.
+  const int fd = ::fileno(file_.get());
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    const int error = n < 0 ? errno : ENOSPC;
+    if (::ftruncate(fd, static_cast<off_t>(committed_bytes_)) != 0) {
+      // Cannot cut the torn tail: readers drop it (core/io/csv_reader.hpp); still report the write.
+    }
+    file_.reset();
+    throw IoError("cannot write", path_, error);
   }
+  committed_bytes_ += static_cast<std::int64_t>(text.size());
 }
 
 void CsvRowWriter::append(std::span<const CsvField> row) {
@@ -122,7 +133,7 @@ void CsvRowWriter::close() {
   if (!file_) return;
   errno = 0;
   const int result = std::fclose(file_.release());
-  if (result != 0) throw_io_error("cannot close", path_, errno);
+  if (result != 0) throw IoError("cannot close", path_, errno);
 }
 
 }  // namespace prefetchlab::core

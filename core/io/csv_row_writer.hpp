@@ -58,7 +58,9 @@ class CsvRowWriter {
   CsvRowWriter& operator=(const CsvRowWriter&) = delete;
 
   // Writes one row and flushes. The row must have one field per header column
-  // (std::invalid_argument otherwise); write errors throw std::runtime_error.
+  // (std::invalid_argument otherwise). A failed write (a full disk) throws IoError after
+  // cutting the file back to its last complete row, so the file never ends torn; the writer is
+  // closed then.
   void append(std::span<const CsvField> row);
   void append(std::initializer_list<CsvField> row) {
     append(std::span<const CsvField>(row.begin(), row.size()));
@@ -84,7 +86,8 @@ class CsvRowWriter {
   void write_and_flush(const std::string& text);
 
   std::filesystem::path path_;
-  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::unique_ptr<std::FILE, FileCloser> file_;  // written with write(2), never through stdio
+  std::int64_t committed_bytes_ = 0;               // file size after the last complete write
   std::size_t columns_ = 0;
   std::size_t rows_written_ = 0;
 };

@@ -5,18 +5,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <system_error>
 
+#include "core/io/io_error.hpp"
+
 namespace prefetchlab::core {
 namespace {
-
-[[noreturn]] void throw_io_error(const char* what, const std::filesystem::path& path, int error) {
-  std::string message = std::string(what) + " '" + path.string() + "'";
-  if (error != 0) message += ": " + std::generic_category().message(error);
-  throw std::runtime_error(message);
-}
 
 struct FileCloser {
   void operator()(std::FILE* file) const { std::fclose(file); }
@@ -34,7 +29,7 @@ void write_text_atomically(const std::filesystem::path& path, std::string_view t
   tmp += ".tmp";
   errno = 0;
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(tmp.c_str(), "wb"));
-  if (!file) throw_io_error("cannot open for writing", tmp, errno);
+  if (!file) throw IoError("cannot open for writing", tmp, errno);
   errno = 0;
   const bool written = std::fwrite(text.data(), 1, text.size(), file.get()) == text.size() &&
                        std::fflush(file.get()) == 0 && ::fsync(::fileno(file.get())) == 0;
@@ -47,15 +42,15 @@ void write_text_atomically(const std::filesystem::path& path, std::string_view t
       std::error_code ec;
       std::filesystem::rename(tmp, path, ec);
       if (!ec) return;
+      const int rename_error = ec.value();
       std::filesystem::remove(tmp, ec);
-      throw std::runtime_error("cannot rename '" + tmp.string() + "' to '" + path.string() +
-                               "': " + ec.message());
+      throw IoError("cannot rename '" + tmp.string() + "' to", path, rename_error);
     }
   }
   file.reset();
   std::error_code ignored;
   std::filesystem::remove(tmp, ignored);
-  throw_io_error("cannot write", tmp, error);
+  throw IoError("cannot write", tmp, error);
 }
 
 void write_json_atomically(const std::filesystem::path& path, const nlohmann::json& document) {

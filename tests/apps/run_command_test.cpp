@@ -99,11 +99,14 @@ TEST(RunCommand, FlippingEachDefectSwitchBackRemovesTheDefect) {
     TempDir out("fixed");
     const auto result =
         run_cli("run " + (kScenarios / "defects" / file).string() + " -o " + out.path().string() + " --set " + fix);
-    EXPECT_EQ(result.exit_code, 0) << file << " with " << fix << ":\n" << result.output;
+    // The defect's expectations are no longer met: exit code 5, recorded in summary.json too.
+    EXPECT_EQ(result.exit_code, 5) << file << " with " << fix << ":\n" << result.output;
     const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
     bool all_met = true;
     for (const auto& check : summary["expectations"]) all_met = all_met && check["met"].get<bool>();
     EXPECT_FALSE(all_met) << file << ": the defect's outcome persists with " << fix;
+    EXPECT_EQ(summary["exit_code"], 5) << file;
+    EXPECT_EQ(summary["status"], "ok") << file;
   }
 }
 

@@ -278,7 +278,7 @@ TEST_F(SweepCommand, ARowIsWhatRunReportsForThatPoint) {
   const auto rows = rows_of(reference_results());
   const auto& row = rows[37];
   TempDir out("sweep-run");
-  const auto result = run_cli("run " + kTinyLlama + " -o " + out.path().string() +
+  const auto result = run_cli("run " + kTinyLlama + " -o " + out.path().string() + " --no-expect" +
                               " --set zero.stage3_prefetch_bucket_size=" + row.fields[1] +
                               " --set training.micro_batch=" + row.fields[2] + " --set training.seq_len=" +
                               row.fields[3] + " --set noise.seed=" + row.fields[4] +
