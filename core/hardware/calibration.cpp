@@ -111,8 +111,9 @@ void reject_removed_keys(const YamlSection& s) {
 // host_speed: a positive multiplier, or `inf` for a free host.
 void read_host_speed(const YamlSection& s, double& target) {
   constexpr std::string_view kKey = "host_speed";
-  constexpr Range kSpeed{0, true, kMaxScale,
-                         "a multiplier in (0, 1000] (1 = a GPU server, 0.5 = host code twice as slow), or inf (a free host)"};
+  constexpr Range kSpeed{
+      0, true, kMaxScale,
+      "a multiplier in (0, 1000] (1 = a GPU server, 0.5 = host code twice as slow), or inf (a free host)"};
   if (!s.has(kKey)) {
     s.mark_known(kKey);
     return;
@@ -142,23 +143,36 @@ constexpr Range kLatency{0, false, kMaxMicroseconds,
 
 std::span<const HostTerm> host_terms() {
   static constexpr HostTerm kTerms[] = {
-      {"host_pre_forward_hook_us", "host_pre_forward_hook_ns", &CalibrationConstants::host_pre_forward_hook_ns},
-      {"host_post_forward_hook_us", "host_post_forward_hook_ns", &CalibrationConstants::host_post_forward_hook_ns},
-      {"host_pre_backward_hook_us", "host_pre_backward_hook_ns", &CalibrationConstants::host_pre_backward_hook_ns},
-      {"host_post_backward_hook_us", "host_post_backward_hook_ns", &CalibrationConstants::host_post_backward_hook_ns},
-      {"host_backward_hook_setup_us", "host_backward_hook_setup_ns", &CalibrationConstants::host_backward_hook_setup_ns},
+      {"host_pre_forward_hook_us", "host_pre_forward_hook_ns",
+       &CalibrationConstants::host_pre_forward_hook_ns},
+      {"host_post_forward_hook_us", "host_post_forward_hook_ns",
+       &CalibrationConstants::host_post_forward_hook_ns},
+      {"host_pre_backward_hook_us", "host_pre_backward_hook_ns",
+       &CalibrationConstants::host_pre_backward_hook_ns},
+      {"host_post_backward_hook_us", "host_post_backward_hook_ns",
+       &CalibrationConstants::host_post_backward_hook_ns},
+      {"host_backward_hook_setup_us", "host_backward_hook_setup_ns",
+       &CalibrationConstants::host_backward_hook_setup_ns},
       {"host_fetch_call_us", "host_fetch_call_ns", &CalibrationConstants::host_fetch_call_ns},
       {"host_fetch_per_param_us", "host_fetch_per_param_ns", &CalibrationConstants::host_fetch_per_param_ns},
-      {"host_fetch_per_inflight_param_us", "host_fetch_per_inflight_param_ns", &CalibrationConstants::host_fetch_per_inflight_param_ns},
-      {"host_fetch_gather_round_us", "host_fetch_gather_round_ns", &CalibrationConstants::host_fetch_gather_round_ns},
+      {"host_fetch_per_inflight_param_us", "host_fetch_per_inflight_param_ns",
+       &CalibrationConstants::host_fetch_per_inflight_param_ns},
+      {"host_fetch_gather_round_us", "host_fetch_gather_round_ns",
+       &CalibrationConstants::host_fetch_gather_round_ns},
       {"host_allgather_call_us", "host_allgather_call_ns", &CalibrationConstants::host_allgather_call_ns},
-      {"host_allgather_per_param_us", "host_allgather_per_param_ns", &CalibrationConstants::host_allgather_per_param_ns},
+      {"host_allgather_per_param_us", "host_allgather_per_param_ns",
+       &CalibrationConstants::host_allgather_per_param_ns},
       {"host_release_call_us", "host_release_call_ns", &CalibrationConstants::host_release_call_ns},
-      {"host_release_per_param_us", "host_release_per_param_ns", &CalibrationConstants::host_release_per_param_ns},
-      {"host_release_per_freed_param_us", "host_release_per_freed_param_ns", &CalibrationConstants::host_release_per_freed_param_ns},
-      {"host_reduce_scatter_call_us", "host_reduce_scatter_call_ns", &CalibrationConstants::host_reduce_scatter_call_ns},
-      {"host_reduce_scatter_per_param_us", "host_reduce_scatter_per_param_ns", &CalibrationConstants::host_reduce_scatter_per_param_ns},
-      {"host_optimizer_step_per_param_us", "host_optimizer_step_per_param_ns", &CalibrationConstants::host_optimizer_step_per_param_ns},
+      {"host_release_per_param_us", "host_release_per_param_ns",
+       &CalibrationConstants::host_release_per_param_ns},
+      {"host_release_per_freed_param_us", "host_release_per_freed_param_ns",
+       &CalibrationConstants::host_release_per_freed_param_ns},
+      {"host_reduce_scatter_call_us", "host_reduce_scatter_call_ns",
+       &CalibrationConstants::host_reduce_scatter_call_ns},
+      {"host_reduce_scatter_per_param_us", "host_reduce_scatter_per_param_ns",
+       &CalibrationConstants::host_reduce_scatter_per_param_ns},
+      {"host_optimizer_step_per_param_us", "host_optimizer_step_per_param_ns",
+       &CalibrationConstants::host_optimizer_step_per_param_ns},
   };
   return kTerms;
 }
