@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "core/hardware/calibration.hpp"
 #include "core/hardware/collective_fit.hpp"
 #include "core/hardware/hardware_derived.hpp"
 #include "core/hardware/hardware_profile.hpp"
@@ -269,11 +270,15 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   values["gemm_half_volume_mnk"] = fmt("%.6g", g.half_volume_mnk);
   values["memory_efficiency"] = fmt("%.6g", memory_efficiency);
   values["device_adam_elements_per_s"] = fmt("%.6g", r.adam_elements_per_s);
+  // Host costs of the executor this profile models (gpu_backend/, our C++ host program, not
+  // DeepSpeed's Python): its measured launches for the calls it makes, at host_speed 1 (the
+  // costs are this machine's own), and nothing for DeepSpeed's Python bookkeeping terms — its
+  // hooks, fetch and release are C++ coordinator calls of well under a microsecond.
+  values["host_speed"] = "1";
   values["kernel_launch_us"] = fmt("%.6g", r.kernel_launch_ns / 1e3);
-  // The executor's module hooks are C++ coordinator calls, about one enqueue's cost; no
-  // microbenchmark isolates them (DeepSpeed's Python hooks cost far more).
-  values["hook_overhead_us"] = fmt("%.6g", r.kernel_launch_ns / 1e3);
-  values["collective_launch_us"] = fmt("%.6g", r.collective_launch_ns / 1e3);
+  for (const core::HostTerm& term : core::host_terms()) values[std::string(term.yaml_key)] = "0";
+  values["host_allgather_call_us"] = fmt("%.6g", r.collective_launch_ns / 1e3);
+  values["host_reduce_scatter_call_us"] = fmt("%.6g", r.collective_launch_ns / 1e3);
   if (*backend == gpu::Backend::kHost) {
     // The host device's streams and collective parts are threads on this machine's cores, so
     // its contention is processor sharing (sim/shared_cores.hpp), not a GPU's fixed factors.
@@ -310,7 +315,7 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
         << " rank(s) over base " << o.base.string() << " (microbenchmarks only; no scenario run)\n"
         << notes.str() << "#   GEMM plateau " << fmt("%.4g", g.flops_per_s / 1e12) << " TFLOPS (bf16), half-rate M*N*K "
         << fmt("%.3g", g.half_volume_mnk) << ", rms error " << fmt("%.1f", 100 * g.rms_relative_error) << "%\n"
-        << "#   hook_overhead_us is the kernel launch cost (an estimate: no microbenchmark isolates a hook)\n"
+        << "#   host costs: this executor's measured launches (kernel, collective); DeepSpeed's Python terms 0\n"
         << emitter.c_str() << "\n";
   }
   core::load_hardware_profile(o.output);  // what was written must load

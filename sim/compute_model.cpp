@@ -44,10 +44,7 @@ ComputeModel::ComputeModel(const core::HardwareProfile& profile,
       copy_time_scale_(calibration.copy_time_scale),
       device_adam_elements_per_s_(calibration.device_adam_elements_per_s),
       dtype_(dtype),
-      kernel_launch_ns_(scaled(calibration.kernel_launch_ns, calibration.host_overhead_scale)),
-      hook_overhead_ns_(scaled(calibration.hook_overhead_ns, calibration.host_overhead_scale)),
-      collective_launch_ns_(
-          scaled(calibration.collective_launch_ns, calibration.host_overhead_scale)) {
+      host_(calibration) {
   const auto peak = core::peak_dense_flops_per_s(profile, dtype);
   if (!peak || *peak <= 0) {
     throw core::InputError(

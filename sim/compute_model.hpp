@@ -1,5 +1,6 @@
 #pragma once
-// Device time of kernels and host cost of issuing work, for one GPU of a hardware profile.
+// Device time of kernels, for one GPU of a hardware profile, and the host's cost of issuing work
+// (sim/host_cost_model.hpp).
 // A kernel takes whichever is longer: its FLOPs at the dense peak times gemm_efficiency, or its
 // memory traffic at peak bandwidth times memory_efficiency (a roofline with two measured
 // ceilings: core/hardware/calibration.hpp names their sources), then times
@@ -16,6 +17,7 @@
 #include "core/hardware/hardware_profile.hpp"
 #include "core/model/model_spec.hpp"
 #include "sim/event_engine.hpp"
+#include "sim/host_cost_model.hpp"
 
 namespace prefetchlab::sim {
 
@@ -76,10 +78,9 @@ class ComputeModel {
   TimeNs optimizer_step_ns(std::int64_t shard_numel) const;
   static std::int64_t optimizer_bytes_per_element(core::DType dtype);
 
-  // Host costs, times host_overhead_scale.
-  TimeNs kernel_launch_ns() const { return kernel_launch_ns_; }
-  TimeNs hook_overhead_ns() const { return hook_overhead_ns_; }
-  TimeNs collective_launch_ns() const { return collective_launch_ns_; }
+  // The host's costs per call (kernel launches, DeepSpeed's hooks, fetch, gathers, release,
+  // reduce and step), scaled by the calibration's host_speed.
+  const HostCostModel& host() const { return host_; }
 
   // The two ceilings, after efficiency (for reports and tests).
   double effective_flops_per_s() const { return effective_flops_per_s_; }
@@ -97,9 +98,7 @@ class ComputeModel {
   double copy_time_scale_ = 1;
   std::optional<double> device_adam_elements_per_s_;
   core::DType dtype_;
-  TimeNs kernel_launch_ns_ = 0;
-  TimeNs hook_overhead_ns_ = 0;
-  TimeNs collective_launch_ns_ = 0;
+  HostCostModel host_;
 };
 
 }  // namespace prefetchlab::sim

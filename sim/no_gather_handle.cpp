@@ -21,7 +21,7 @@ HostTask RankProcess::copy_up_without_gather(const core::Gather& gather, int mod
     add_gathered_bytes(bytes);
     param_block_[index] = allocate(bytes, *all_gather_, module, "a parameter copied from host memory");
     if (!param_block_[index]) co_await Halt{};
-    co_await spend(shared_.compute->kernel_launch_ns());  // one cudaMemcpyAsync per parameter
+    co_await spend(shared_.compute->host().kernel_launch_ns());  // one cudaMemcpyAsync per parameter
     launch_kernel(*all_gather_, at_rate_ns(bytes, shared_.host_to_device_bytes_per_s), shared_.label_host_copy);
   }
 }

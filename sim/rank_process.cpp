@@ -331,6 +331,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   // synchronises the reduce stream (stage3.py).
   if (!bucket_.empty()) co_await flush_reduce_bucket(0);  // in the root's backward, as far as memory is named
   const std::int32_t reduced = record(*reduce_scatter_);
+  current_->reduce_sync_start_ns = engine_.now_ns();
   co_await host_sync(reduced);
   current_->reduce_scatter_done_ns = engine_.now_ns();
   current_->backward_end_event = record(compute_);
@@ -402,14 +403,20 @@ HostTask RankProcess::update_controller(std::int32_t iteration) {
   current_->samples_wanted = controller_->wants_samples();
 }
 
-// A module's fetch hook (fetch_sub_module): the sample window opens at the top of the fetch and
-// closes once compute waits for the all-gather stream (as the follow-up 6e70233 samples).
+// A module's fetch hook (pre_sub_module_*_function + fetch_sub_module): the sample window opens
+// at the top of the fetch and closes once compute waits for the all-gather stream (as the
+// follow-up 6e70233 samples). The host costs fall as DeepSpeed's code runs them
+// (sim/host_cost_model.hpp): the hook's prologue before `start`; the fetch's bookkeeping, an
+// on-demand gather round and the wait loop between `start` and `end`; a prefetch round after it.
 HostTask RankProcess::fetch_hook(int module, core::Phase phase) {
+  const HostCostModel& host = shared_.compute->host();
   const TimeNs hook_start = engine_.now_ns();
-  co_await spend(shared_.compute->hook_overhead_ns());
+  co_await spend(phase == core::Phase::kForward ? host.pre_forward_hook_ns() : host.pre_backward_hook_ns());
   current_->fetches.push_back({static_cast<std::uint8_t>(phase), record(compute_), -1, host_timer_now(), 0});
   Context context{phase, module, &current_->fetches.back()};
   core::FetchPlan fetch = coordinator_.fetch_sub_module(module, phase);
+  const core::FetchInfo& info = fetch.info;
+  co_await spend(host.fetch_bookkeeping_ns(info.on_demand.params + info.in_flight.params + info.available.params));
   co_await execute(fetch.plan, context);
   take_fetch_end_sample(context);
   after_fetch(fetch.info);
@@ -425,7 +432,7 @@ HostTask RankProcess::forward(int module) {
   for (const int child : spec.children) co_await forward(child);
 
   // The module's own work runs after its children (containers: residual adds, attention core).
-  co_await spend(compute.kernel_launch_ns());
+  co_await spend(compute.host().kernel_launch_ns());
   launch_kernel(compute_, noisy_compute_ns(shared_.forward_ns[static_cast<std::size_t>(module)]),
                 shared_.forward_label[static_cast<std::size_t>(module)]);
   // What the module saves for backward stays allocated until its backward ran. Under
@@ -441,10 +448,15 @@ HostTask RankProcess::forward(int module) {
     if (!activation_block_[static_cast<std::size_t>(module)]) co_await Halt{};
   }
 
+  // Post-forward hooks: post_sub_module_forward_function with its release_sub_module, and the
+  // autograd Functions that will fire this module's backward hooks (set up on its inputs and
+  // outputs); all between this fetch's end and the next fetch's start, so charged as one.
   const TimeNs release_start = engine_.now_ns();
-  co_await spend(compute.hook_overhead_ns());
+  const core::Plan release_plan = coordinator_.release_sub_module(module, core::Phase::kForward);
+  co_await spend(compute.host().post_forward_hook_ns() + release_host_ns(module, release_plan) +
+                 compute.host().backward_hook_setup_ns());
   Context release_context{core::Phase::kForward, module, nullptr};
-  co_await execute(coordinator_.release_sub_module(module, core::Phase::kForward), release_context);
+  co_await execute(release_plan, release_context);
   host_span(shared_.label_hook_release, release_start);
 }
 
@@ -467,7 +479,7 @@ HostTask RankProcess::backward(int module) {
 
   // Own backward (data and weight gradients), then this module's gradient hooks; children
   // follow in reverse execution order (autograd order).
-  co_await spend(compute.kernel_launch_ns());
+  co_await spend(compute.host().kernel_launch_ns());
   launch_kernel(compute_, noisy_compute_ns(shared_.backward_ns[static_cast<std::size_t>(module)]),
                 shared_.backward_label[static_cast<std::size_t>(module)]);
   if (auto& saved = activation_block_[static_cast<std::size_t>(module)]) {
@@ -479,10 +491,23 @@ HostTask RankProcess::backward(int module) {
   for (auto it = spec.children.rbegin(); it != spec.children.rend(); ++it) co_await backward(*it);
 
   const TimeNs release_start = engine_.now_ns();
-  co_await spend(compute.hook_overhead_ns());
+  const core::Plan release_plan = coordinator_.release_sub_module(module, core::Phase::kBackward);
+  co_await spend(compute.host().post_backward_hook_ns() + release_host_ns(module, release_plan));
   Context release_context{core::Phase::kBackward, module, nullptr};
-  co_await execute(coordinator_.release_sub_module(module, core::Phase::kBackward), release_context);
+  co_await execute(release_plan, release_context);
   host_span(shared_.label_hook_release, release_start);
+}
+
+// release_sub_module's host cost: per call, per parameter of the module, per parameter the plan
+// partitions.
+TimeNs RankProcess::release_host_ns(int module, const core::Plan& plan) const {
+  std::int64_t freed = 0;
+  for (const core::PlanAction& action : plan.actions) {
+    if (const auto* r = std::get_if<core::Release>(&action)) freed += static_cast<std::int64_t>(r->param_ids.size());
+  }
+  const auto params = static_cast<std::int64_t>(
+      shared_.scenario->model.modules[static_cast<std::size_t>(module)].param_ids.size());
+  return shared_.compute->host().release_ns(params, freed);
 }
 
 // Per-parameter grad hooks (stage3.py): a parameter's gradient is final after its last use
@@ -525,7 +550,9 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
     co_await host_sync_on_comm(*oldest, &current_->other_comm_idle_ns);
     reduce_events_.pop_front();
   }
-  co_await spend(shared_.compute->collective_launch_ns());
+  // DeepSpeed's reduce path: one collective call, and its per-parameter slicing and partition
+  // bookkeeping.
+  co_await spend(shared_.compute->host().reduce_scatter_ns(static_cast<std::int64_t>(bucket_.params().size())));
   std::int64_t padded_numel = 0;
   std::int64_t numel = 0;
   for (const int p : bucket_.params()) {
@@ -573,7 +600,7 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
   reduce_events_.push_back(record(*reduce_scatter_));
   // The host's cost of launching the interleave copy, the divide and the partition copy (the
   // reduce-scatter's launch was charged above); the flat buffer is dropped after them.
-  co_await spend((flat ? 3 : 2) * shared_.compute->kernel_launch_ns());
+  co_await spend((flat ? 3 : 2) * shared_.compute->host().kernel_launch_ns());
   // The reduce stream waited for the reduce-scatter, so its current point covers the NCCL use.
   if (flat) memory_->free_after(*flat, *reduce_scatter_, engine_.now_ns());
   for (const auto grad : grads_in_bucket_) memory_->free_after(grad, *reduce_scatter_, engine_.now_ns());
@@ -583,14 +610,27 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
 
 HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
   const core::Scenario& scenario = *shared_.scenario;
+  const HostCostModel& host = shared_.compute->host();
+  // A fetch issues at most one __all_gather_params round on demand and one as a prefetch; each
+  // call of all_gather_coalesced is one handle (its dtype groups are collectives of that call).
+  bool on_demand_round = false;
+  bool prefetch_round = false;
   for (const core::PlanAction& action : plan.actions) {
     if (const auto* gather = std::get_if<core::Gather>(&action)) {
+      TimeNs issue_ns = 0;  // the round's bookkeeping, if this gather opens the round
+      bool& round = gather->kind == core::GatherKind::kPrefetch ? prefetch_round : on_demand_round;
+      if (gather->kind != core::GatherKind::kPersistentRegather && !round) {
+        round = true;
+        issue_ns = host.fetch_gather_round_ns();
+      }
       auto& memory = handle_memory(gather->handle_id);
+      const bool new_call = !memory.alive;
       memory.alive = true;
       memory.params.insert(memory.params.end(), gather->param_ids.begin(), gather->param_ids.end());
       ++current_->all_gather_count;
       current_->gathered_numel += gather->numel;
       if (!gather->collective) {  // world size 1: a no-gather handle, no collective
+        co_await spend(issue_ns);
         if (scenario.zero.offload_param.device != core::OffloadDevice::kNone) {
           co_await copy_up_without_gather(*gather, context.module);
         }
@@ -605,7 +645,14 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         memory.flat_block = allocate(flat_bytes, *all_gather_, context.module, "a gathered parameter buffer");
         if (!memory.flat_block) co_await Halt{};
       }
-      co_await spend(shared_.compute->collective_launch_ns() + shared_.compute->kernel_launch_ns());
+      // The all_gather_coalesced call (the persistent re-gather's per-parameter bookkeeping is
+      // part of the optimizer step's host cost), then the copy-in's launch.
+      const auto gathered_params = static_cast<std::int64_t>(gather->param_ids.size());
+      TimeNs call_ns = gather->kind == core::GatherKind::kPersistentRegather
+                           ? 0
+                           : gathered_params * host.allgather_per_param_ns();
+      if (new_call) call_ns += host.allgather_call_ns();
+      co_await spend(issue_ns + call_ns + host.kernel_launch_ns());
       // zero.offload_param: the shards live in pinned host memory and cross the host link first.
       if (scenario.zero.offload_param.device != core::OffloadDevice::kNone) {
         launch_kernel(*all_gather_, at_rate_ns(flat_bytes / world_size_, shared_.host_to_device_bytes_per_s),
@@ -629,6 +676,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       gather_done_event_[gather_index] = done;
     } else if (const auto* w = std::get_if<core::Wait>(&action)) {
       if (w->context == core::WaitContext::kFetch) {
+        // The wait loop's host work for this in-flight parameter (the wait's blocking apart).
+        co_await spend(host.fetch_per_inflight_param_ns());
         if (const auto oldest = core::event_to_synchronize(ongoing_fetch_events_, core::kMaxOngoingFetchEvents,
                                                            [&](std::int32_t e) { return events_.signaled(e); })) {
           co_await host_sync_on_comm(*oldest, &current_->stall_ns[static_cast<int>(context.phase)]);
@@ -710,7 +759,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         co_await host_sync_on_comm(done, &current_->other_comm_idle_ns);
       }
     } else if (std::holds_alternative<core::OptimizerUpdate>(action)) {
-      co_await spend(shared_.compute->kernel_launch_ns());
+      co_await spend(host.optimizer_step_ns(static_cast<std::int64_t>(scenario.model.params.size())) +
+                     host.kernel_launch_ns());
       const std::int64_t shard_numel = (scenario.model.total_numel() + world_size_ - 1) / world_size_;
       if (scenario.zero.offload_optimizer.device != core::OffloadDevice::kNone) {
         // CPU Adam over the host copy of the partition (the host is busy meanwhile), then the

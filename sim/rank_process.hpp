@@ -38,6 +38,7 @@ struct RankIteration {
   std::int32_t backward_compute_end_event = -1;
   std::int32_t backward_end_event = -1;
   std::int32_t iteration_end_event = -1;
+  TimeNs reduce_sync_start_ns = 0;    // host reached the end-of-backward sync
   TimeNs reduce_scatter_done_ns = 0;  // host saw the end-of-backward sync complete
   TimeNs regather_block_ns = 0;       // compute idle while the host waited for the persistent re-gather
   TimeNs other_comm_idle_ns = 0;      // compute idle while the host waited on reduce events or trace checks
@@ -164,6 +165,7 @@ class RankProcess final : public StreamObserver {
   HostTask fetch_hook(int module, core::Phase phase);
   HostTask forward(int module);
   HostTask backward(int module);
+  TimeNs release_host_ns(int module, const core::Plan& release_plan) const;
   HostTask execute(const core::Plan& plan, Context& context);
   // World size 1: DeepSpeed's no-gather handles (sim/no_gather_handle.cpp). Issue: with
   // zero.offload_param, each parameter is copied up into its own buffer; wait: the host

@@ -180,8 +180,12 @@ core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
     const TimeNs backward_end = events.signaled_ns(it.backward_end_event);
     const TimeNs end = events.signaled_ns(it.iteration_end_event);
     // Exposed communication: compute waiting for parameters, the reduce-scatter tail the
-    // end-of-backward synchronisation waits for, and the blocking persistent re-gather.
-    const TimeNs reduce_tail = std::max<TimeNs>(0, it.reduce_scatter_done_ns - backward_compute_end);
+    // end-of-backward synchronisation waits for, and the blocking persistent re-gather. The
+    // tail starts when both compute has finished and the host has reached the synchronisation:
+    // host work after compute ended (the last bucket's reduce path) is the host's, not
+    // communication's.
+    const TimeNs reduce_tail =
+        std::max<TimeNs>(0, it.reduce_scatter_done_ns - std::max(backward_compute_end, it.reduce_sync_start_ns));
     const TimeNs exposed =
         it.stall_ns[0] + it.stall_ns[1] + reduce_tail + it.regather_block_ns + it.other_comm_idle_ns;
 

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <limits>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -82,6 +83,49 @@ void read_override(const YamlSection& s, std::string_view key, const Range& rang
   target = convert(parse_in_range(s, key, text, range));
 }
 
+// Keys of earlier versions whose meaning moved to other keys: an error that says where, never
+// silently ignored (an old profile would otherwise run with costs it did not ask for).
+void reject_removed_keys(const YamlSection& s) {
+  struct Removed {
+    std::string_view key;
+    std::string_view problem;
+    std::string_view replaced_by;
+  };
+  constexpr Removed kRemoved[] = {
+      {"hook_overhead_us", "was removed: the one flat hook cost became DeepSpeed's hook, fetch and release terms",
+       "those keys instead: host_pre_forward_hook_us, host_post_forward_hook_us, host_pre_backward_hook_us, "
+       "host_post_backward_hook_us, host_backward_hook_setup_us, host_fetch_call_us, host_fetch_per_param_us, "
+       "host_fetch_per_inflight_param_us, host_fetch_gather_round_us, host_release_call_us, "
+       "host_release_per_param_us, host_release_per_freed_param_us"},
+      {"collective_launch_us", "was removed: the one flat launch cost became per-call and per-parameter terms",
+       "those keys instead: host_allgather_call_us, host_allgather_per_param_us, host_reduce_scatter_call_us, "
+       "host_reduce_scatter_per_param_us"},
+      {"host_overhead_scale", "was removed: it became host_speed, its inverse",
+       "host_speed instead (host_overhead_scale s is host_speed 1/s; s = 0 is host_speed inf)"},
+  };
+  for (const auto& [key, problem, replaced_by] : kRemoved) {
+    if (s.has(key)) s.fail(key, std::string(problem), std::string(replaced_by));
+  }
+}
+
+// host_speed: a positive multiplier, or `inf` for a free host.
+void read_host_speed(const YamlSection& s, double& target) {
+  constexpr std::string_view kKey = "host_speed";
+  constexpr Range kSpeed{
+      0, true, kMaxScale,
+      "a multiplier in (0, 1000] (1 = a GPU server, 0.5 = host code twice as slow), or inf (a free host)"};
+  if (!s.has(kKey)) {
+    s.mark_known(kKey);
+    return;
+  }
+  const std::string text = scalar_text(s, kKey, kSpeed.expected);
+  if (text == "inf" || text == ".inf") {
+    target = std::numeric_limits<double>::infinity();
+    return;
+  }
+  target = parse_in_range(s, kKey, text, kSpeed);
+}
+
 constexpr Range kEfficiency{0, true, 1, "a fraction in (0, 1], e.g. 0.8"};
 constexpr Range kScale{0, false, kMaxScale,
                        "a multiplier in [0, 1000] (0 = free, 1 = as modelled)"};
@@ -96,6 +140,42 @@ constexpr Range kLatency{0, false, kMaxMicroseconds,
                          "a number of microseconds in [0, 1000000], or derived"};
 
 }  // namespace
+
+std::span<const HostTerm> host_terms() {
+  static constexpr HostTerm kTerms[] = {
+      {"host_pre_forward_hook_us", "host_pre_forward_hook_ns",
+       &CalibrationConstants::host_pre_forward_hook_ns},
+      {"host_post_forward_hook_us", "host_post_forward_hook_ns",
+       &CalibrationConstants::host_post_forward_hook_ns},
+      {"host_pre_backward_hook_us", "host_pre_backward_hook_ns",
+       &CalibrationConstants::host_pre_backward_hook_ns},
+      {"host_post_backward_hook_us", "host_post_backward_hook_ns",
+       &CalibrationConstants::host_post_backward_hook_ns},
+      {"host_backward_hook_setup_us", "host_backward_hook_setup_ns",
+       &CalibrationConstants::host_backward_hook_setup_ns},
+      {"host_fetch_call_us", "host_fetch_call_ns", &CalibrationConstants::host_fetch_call_ns},
+      {"host_fetch_per_param_us", "host_fetch_per_param_ns", &CalibrationConstants::host_fetch_per_param_ns},
+      {"host_fetch_per_inflight_param_us", "host_fetch_per_inflight_param_ns",
+       &CalibrationConstants::host_fetch_per_inflight_param_ns},
+      {"host_fetch_gather_round_us", "host_fetch_gather_round_ns",
+       &CalibrationConstants::host_fetch_gather_round_ns},
+      {"host_allgather_call_us", "host_allgather_call_ns", &CalibrationConstants::host_allgather_call_ns},
+      {"host_allgather_per_param_us", "host_allgather_per_param_ns",
+       &CalibrationConstants::host_allgather_per_param_ns},
+      {"host_release_call_us", "host_release_call_ns", &CalibrationConstants::host_release_call_ns},
+      {"host_release_per_param_us", "host_release_per_param_ns",
+       &CalibrationConstants::host_release_per_param_ns},
+      {"host_release_per_freed_param_us", "host_release_per_freed_param_ns",
+       &CalibrationConstants::host_release_per_freed_param_ns},
+      {"host_reduce_scatter_call_us", "host_reduce_scatter_call_ns",
+       &CalibrationConstants::host_reduce_scatter_call_ns},
+      {"host_reduce_scatter_per_param_us", "host_reduce_scatter_per_param_ns",
+       &CalibrationConstants::host_reduce_scatter_per_param_ns},
+      {"host_optimizer_step_per_param_us", "host_optimizer_step_per_param_ns",
+       &CalibrationConstants::host_optimizer_step_per_param_ns},
+  };
+  return kTerms;
+}
 
 double default_gemm_efficiency(std::string_view gpu_model) {
   // Most specific names first: "GH200" contains "H200", "GB200" contains "B200".
@@ -134,9 +214,10 @@ CalibrationConstants read_calibration(const YamlSection& section,
   read_number(section, "memory_efficiency", kEfficiency, c.memory_efficiency);
   read_number(section, "compute_time_scale", kScale, c.compute_time_scale);
   read_number(section, "copy_time_scale", kScale, c.copy_time_scale);
+  reject_removed_keys(section);
+  read_host_speed(section, c.host_speed);
   read_microseconds(section, "kernel_launch_us", c.kernel_launch_ns);
-  read_microseconds(section, "hook_overhead_us", c.hook_overhead_ns);
-  read_microseconds(section, "collective_launch_us", c.collective_launch_ns);
+  for (const HostTerm& term : host_terms()) read_microseconds(section, term.yaml_key, c.*term.field);
   const auto gb_per_s = [](double v) { return v * kBytesPerGigaByte; };
   read_override(section, "allgather_bus_bandwidth_gb_per_s", kBusBandwidth,
                 c.allgather_bus_bandwidth_bytes_per_s, gb_per_s);
@@ -180,7 +261,6 @@ CalibrationConstants read_calibration(const YamlSection& section,
       }
     }
   }
-  read_number(section, "host_overhead_scale", kScale, c.host_overhead_scale);
   c.cpu_adam_elements_per_s = section.get_double("cpu_adam_elements_per_s", c.cpu_adam_elements_per_s, 1, 1e15);
   read_override(section, "device_adam_elements_per_s", kElementRate, c.device_adam_elements_per_s,
                 [](double v) { return v; });

@@ -6,9 +6,10 @@
 //
 // Read from a hardware profile's optional `calibration:` section and, key by key over that,
 // from a scenario's optional `cluster.calibration:` section (YAML keys carry their units:
-//   gemm_efficiency, memory_efficiency, compute_time_scale, copy_time_scale,
-//   host_overhead_scale   (fractions)
-//   kernel_launch_us, hook_overhead_us, collective_launch_us, collective_latency_us
+//   gemm_efficiency, memory_efficiency, compute_time_scale, copy_time_scale   (fractions)
+//   host_speed (a multiplier, or inf for a free host)
+//   kernel_launch_us, collective_latency_us, and the DeepSpeed host terms host_*_us listed
+//   with their fields below                                                       (microseconds)
 //   allgather_bus_bandwidth_gb_per_s, reduce_scatter_bus_bandwidth_gb_per_s,
 //   all_reduce_bus_bandwidth_gb_per_s                                            (1e9 B/s)
 //   contention_compute_factor, contention_collective_factor                      (fractions)
@@ -19,6 +20,7 @@
 //   device_adam_elements_per_s (parameters per second; set by calibrate --backend)).
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "core/input/yaml_section.hpp"
@@ -45,18 +47,114 @@ struct CalibrationConstants {
   // gradient bucket copies), on top of compute_time_scale: 0 = copies fused away, as an ideal
   // implementation would; isolates the collectives themselves in studies.
   double copy_time_scale = 1.0;
-  // Host cost of one kernel launch from PyTorch eager mode (dispatcher + cudaLaunchKernel).
-  // No published figure at hand; 5 us is an estimate to calibrate.
+  // ---- Host costs: what each rank's host thread pays (sim/host_cost_model.hpp charges them) ----
+  //
+  // How fast this machine runs the host code, relative to the GPU servers the defaults below
+  // describe: every host cost (kernel_launch_ns and the host_* terms) is charged as its value
+  // divided by host_speed. 1 = a GPU server; the machine the DeepSpeed recordings below ran on
+  // fits 0.369 (a loaded 2-core VM: 115 us of a GPU server's anchor against the 312 us it
+  // recorded); inf = a free host (a what-if). calibrate --backend writes 1 and measured costs.
+  double host_speed = 1.0;
+  // Host cost of one kernel launch from PyTorch eager mode (dispatcher + cudaLaunchKernel); CUDA,
+  // not DeepSpeed's Python, so not one of the terms below. No published figure at hand; 5 us is
+  // an estimate to calibrate.
   std::int64_t kernel_launch_ns = 5'000;
-  // Host cost of one DeepSpeed module hook (Python: trace bookkeeping, fetch/release logic).
-  // Python framework work costs tens of us per call (see collective_launch_ns); 20 us is the
-  // low end of that, an estimate to calibrate.
-  std::int64_t hook_overhead_ns = 20'000;
-  // Host cost of issuing one collective through torch.distributed (Python + NCCL enqueue).
-  // Tens of us per call: a small all_gather_into_tensor takes ~110 us end to end
-  // (KuangjuX/NVSHMEM-Tutorial #23), of which NCCL's own floor is ~10-30 us (nccl-tests small
-  // sizes: 12.5-16.7 us on 8x H20, deepseek-ai/DeepEP #303); 20 us is an estimate.
-  std::int64_t collective_launch_ns = 20'000;
+  // DeepSpeed ZeRO-3's Python host path, term by term, in ns at host_speed 1. Where each falls
+  // in DeepSpeed's code (deepspeedai/DeepSpeed deepspeed/runtime/zero/parameter_offload.py: the
+  // module hooks; partitioned_param_coordinator.py: fetch_sub_module, __all_gather_params,
+  // release_sub_module; partition_parameters.py: all_gather_coalesced, partition; stage3.py:
+  // the gradient reduce and the step) is said at each term.
+  //
+  // Structure and relative sizes: fitted to recordings of DeepSpeed 0.19.6 and 0.14.5 ZeRO-3
+  // (deepspeedai/DeepSpeed) on a 2-rank CPU run (GPT-2-small shapes, fp32, gloo; prefetch
+  // bucket 5e7 / 0 / 1e6, max reuse distance 1e9 / 0 / 0; steady iterations 2-3 of 4, both
+  // ranks, the profiled iteration left out). Each call's own time is its recorded host time
+  // minus the calls nested in it (a hook minus its fetch or release; a fetch minus its
+  // all_gather_coalesced calls and its time blocked in handle.wait()). Hooks: medians; fetch
+  // and release: median (least-absolute-deviation) regressions on the call's counts. Spreads
+  // below are p10-p90 at the recording machine's speed.
+  //
+  // Absolute level: the reference is one all_gather_coalesced of a single parameter, which does
+  // a buffer torch.empty, one torch-level collective call and a handle (partition_parameters.py,
+  // the len(params) == 1 branch): 312 us median recorded (p10-p90 135-5133, n 256, prefetch
+  // path). On GPU servers a torch-level collective call costs ~110-120 us per call, flat across
+  // small sizes (framework cost, not wire time): 118.6 us per torch.distributed.all_gather on
+  // 8 NVLink GPUs (KuangjuX/NVSHMEM-Tutorial issue #23), 116.5 us min / 121.5 us mean per
+  // all_reduce on 8x H100 (IBM/pytorch-communication-benchmarks issue #1). The reference is
+  // set to 115 us and every recorded term scaled by the same 115 / 312 = 0.369 (rounded to
+  // 0.1 us). An assumption: if DeepSpeed's wrapper came on top of such a call, every default
+  // would be ~20% higher.
+  //
+  // A CPU artefact the terms carry: on the recording machine the modules' compute ran on the
+  // same 2 cores, and host code right after a module with a large GEMM or lookup (Linear,
+  // Embedding) runs slower although DeepSpeed executes the same code for every module (post
+  // hook of a Linear 83 us, of a LayerNorm 20 us; a release that keeps a Linear's weight 90-105
+  // us, a LayerNorm's 25-35 us). The post hooks and the freed-parameter term include it (their
+  // medians must match the recordings); on a GPU server, where that compute runs on the device,
+  // they may be ~15-25 us too high per such module.
+  //
+  // Not terms (left out as too small or as not DeepSpeed's host path on a GPU server):
+  // handle.wait() on a completed handle (7.7 us recorded, ~2.8 us here); the prefetch scan's
+  // walk of the parameter queue (2.0 us per entry recorded, at most one trace length per
+  // iteration; folded into host_fetch_call_ns); the one-time walk of the trace when
+  // __params_to_release's lru_cache misses (first complete iteration only); the CPU free of a
+  // released parameter's buffer (12.7 us per million elements recorded; a GPU's caching
+  // allocator makes a free bookkeeping); the root module's reset_step.
+  //
+  // Module hooks: DeepSpeed's pre_/post_sub_module_{forward,backward}_function without the
+  // fetch or release inside them (trace prologue/epilogue, module stacks, memory logging).
+  // Recorded medians 30.9 (p10-p90 15.0-84.0) / 48.1 (13.9-112.7) / 26.5 (12.3-87.5) /
+  // 39.1 (12.5-86.4) us.
+  std::int64_t host_pre_forward_hook_ns = 11'400;
+  std::int64_t host_post_forward_hook_ns = 17'700;
+  std::int64_t host_pre_backward_hook_ns = 9'800;
+  std::int64_t host_post_backward_hook_ns = 14'400;
+  // Setting up a module's backward hooks in its forward: the autograd Functions DeepSpeed applies
+  // to the module's inputs (PostBackwardFunctionModule) and outputs (PreBackwardFunctionForModule)
+  // so that its backward hooks fire. Not in the recordings' hook rows; from the profiled
+  // iteration's trace: medians 18.0 + 30.0 us per module forward.
+  std::int64_t host_backward_hook_setup_ns = 17'700;
+  // fetch_sub_module's own bookkeeping, excluding the all_gather_coalesced calls and any time
+  // blocked: per call (26.3 us recorded: the params set, step counter, queue consumption and
+  // prefetch scan), per parameter of the module (6.3 us: the numel sum, active-module sets, the
+  // wait loop's check), per in-flight parameter waited on (82.0 us: the registry pop, the
+  // fetch-event queue, the stream context and the event record; the wait's blocking is
+  // simulated) and per __all_gather_params round it issues, on demand or as a prefetch (161.3
+  // us: the round's parameter lists, profiler events and registry inserts; its
+  // all_gather_coalesced calls are charged below). One median regression over 5997 fetches;
+  // residual p10/p90 -34/+74 us, the fitted terms' 90% bootstrap intervals within +-7%.
+  std::int64_t host_fetch_call_ns = 9'700;
+  std::int64_t host_fetch_per_param_ns = 2'300;
+  std::int64_t host_fetch_per_inflight_param_ns = 30'200;
+  std::int64_t host_fetch_gather_round_ns = 59'500;
+  // One all_gather_coalesced call (the anchor above: call + one parameter = 115 us) and each
+  // parameter in it (flattening, partition bookkeeping: 20 us recorded, the slope of the
+  // profiled calls' non-copy host time over 2 to 29 parameters; the copy-in itself is device work).
+  std::int64_t host_allgather_call_ns = 107'600;
+  std::int64_t host_allgather_per_param_ns = 7'400;
+  // release_sub_module: per call (26.8 us recorded), per parameter of the module (3.7 us: the
+  // active-module discard and the release check) and per parameter actually partitioned (169.6
+  // us: partition()'s Python - _partition_param, free_param's record_stream and empty-tensor
+  // swap, status and count updates - plus the CPU artefact above). Median regression over 5892
+  // releases (the tied 38.6M-element embedding's 32 frees, a 154 MB CPU munmap, left out) with a
+  // per-freed-element and a trace-walk term beside, both then dropped (see above).
+  std::int64_t host_release_call_ns = 9'900;
+  std::int64_t host_release_per_param_ns = 1'400;
+  std::int64_t host_release_per_freed_param_ns = 62'500;
+  // Gradient reduce-scatter (stage3.py __reduce_and_partition_ipg_grads with
+  // coalesced_collectives.py reduce_scatter_coalesced): one torch-level collective call (the
+  // anchor, 115 us) per bucket, and per parameter in the bucket the slicing and partition
+  // bookkeeping around it (25.7 us recorded: 3.8 ms of small host ops for a 148-parameter
+  // bucket, from the profiled iteration's trace; per call and per parameter cannot be told apart
+  // there: one bucket per iteration).
+  std::int64_t host_reduce_scatter_call_ns = 115'000;
+  std::int64_t host_reduce_scatter_per_param_ns = 9'500;
+  // The optimizer step's host part per parameter (stage3.py step: norms, unscale, flatten, copy
+  // back, release_and_reset_all and the persistent re-gather's bookkeeping; about 12 small ops
+  // per parameter): 43.9 us recorded (6.5 ms for 148 parameters with the AdamW math and idle gaps
+  // removed, from the profiled iteration's trace; bounds 24-295 us). The update's kernel and the
+  // re-gather's collective call are charged on their own.
+  std::int64_t host_optimizer_step_per_param_ns = 16'200;
   // Measured collective figures; unset = derived from the profile's link facts by the
   // collective cost model. Bus bandwidth is nccl-tests' busbw (its doc/PERFORMANCE.md).
   std::optional<double> allgather_bus_bandwidth_bytes_per_s;
@@ -91,8 +189,6 @@ struct CalibrationConstants {
   // (gang scheduling), which fair time-slicing grants less often than its share. Calibrated
   // from the overlapped all-gather microbenchmark; 0 = plain processor sharing.
   double shared_cores_collective_penalty = 0;
-  // Multiplier on every host cost above: 0 = free host, 1 = as calibrated.
-  double host_overhead_scale = 1.0;
   // CPU Adam throughput per rank with zero.offload_optimizer (DeepSpeed's DeepSpeedCPUAdam on
   // the host cores one GPU process gets): parameters updated per second. No published
   // figure at hand; 1e9/s is an estimate to calibrate.
@@ -104,6 +200,15 @@ struct CalibrationConstants {
   // measured memory-pass rate would allow).
   std::optional<double> device_adam_elements_per_s;
 };
+
+// The DeepSpeed host terms (the host_*_ns fields), in declaration order: the YAML key (in us),
+// the name summary.json gives the field (in ns), the field.
+struct HostTerm {
+  std::string_view yaml_key;
+  std::string_view json_key;
+  std::int64_t CalibrationConstants::*field;
+};
+std::span<const HostTerm> host_terms();
 
 // The MAMF fraction measured for the named GPU (stas00/ml-engineering
 // compute/accelerator/README.md): A100 SXM 0.869, A100 PCIe 0.811, H100 SXM 0.803 (H200 "the

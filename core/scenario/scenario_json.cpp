@@ -1,5 +1,8 @@
 #include "core/scenario/scenario_json.hpp"
 
+#include <cmath>
+#include <string>
+
 namespace prefetchlab::core {
 
 nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
@@ -25,7 +28,6 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
       {"memory_efficiency", cal.memory_efficiency},
       {"compute_time_scale", cal.compute_time_scale},
       {"copy_time_scale", cal.copy_time_scale},
-      {"host_overhead_scale", cal.host_overhead_scale},
       {"cpu_adam_elements_per_s", cal.cpu_adam_elements_per_s},
       {"contention_compute_factor", cal.contention_compute_factor},
       {"contention_collective_factor", cal.contention_collective_factor},
@@ -33,9 +35,12 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
                                                                                                         : "factors"},
       {"shared_cores", cal.shared_cores},
       {"shared_cores_collective_penalty", cal.shared_cores_collective_penalty},
-      {"kernel_launch_ns", cal.kernel_launch_ns},
-      {"hook_overhead_ns", cal.hook_overhead_ns},
-      {"collective_launch_ns", cal.collective_launch_ns}};
+      {"kernel_launch_ns", cal.kernel_launch_ns}};
+  // Host costs: the speed (JSON has no infinity: a free host is "inf"), then every DeepSpeed
+  // host term at host_speed 1.
+  calibration["host_speed"] = std::isinf(cal.host_speed) ? nlohmann::ordered_json("inf")
+                                                         : nlohmann::ordered_json(cal.host_speed);
+  for (const HostTerm& term : host_terms()) calibration[std::string(term.json_key)] = cal.*term.field;
   // Unset overrides mean "derived from the profile's link facts".
   calibration["allgather_bus_bandwidth_bytes_per_s"] =
       cal.allgather_bus_bandwidth_bytes_per_s ? nlohmann::ordered_json(*cal.allgather_bus_bandwidth_bytes_per_s)

@@ -116,8 +116,11 @@ std::vector<BadInputCase> scenario_cases() {
        {{"scenario.yaml", scenario({{10, "  gpus_per_node: 8\n  calibration:\n    gemm_efficiency: 1.5"}})}},
        "", "scenario.yaml:12", "cluster.calibration.gemm_efficiency", ""},
       {"set_calibration_negative", {{"scenario.yaml", scenario()}},
-       "--set cluster.calibration.hook_overhead_us=-1", "--set cluster.calibration.hook_overhead_us",
-       "cluster.calibration.hook_overhead_us", ""},
+       "--set cluster.calibration.host_fetch_call_us=-1", "--set cluster.calibration.host_fetch_call_us",
+       "cluster.calibration.host_fetch_call_us", ""},
+      {"calibration_removed_key",
+       {{"scenario.yaml", scenario({{10, "  gpus_per_node: 8\n  calibration:\n    hook_overhead_us: 20"}})}},
+       "", "scenario.yaml:12", "cluster.calibration.hook_overhead_us", ""},
   };
 }
 

@@ -220,7 +220,10 @@ class TimelineTest(Case):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.run_dir = simulate(os.path.join(cls.tmp, "run"))
+        # A 100 us collective latency so that compute waits for its gathers in every iteration:
+        # at DeepSpeed's host costs the host's own work between an on-demand gather and its use
+        # hides the tiny run's collectives while it records (iteration 1).
+        cls.run_dir = simulate(os.path.join(cls.tmp, "run"), "cluster.calibration.collective_latency_us=100")
         with open(os.path.join(cls.run_dir, "trace.json")) as f:
             cls.document = json.load(f)
 

@@ -312,7 +312,8 @@ TEST(ComputeModel, ComputeTimeScaleStretchesOrRemovesKernels) {
     EXPECT_EQ(free_compute.module_backward_ns(module, 1, 4096), 0);
   }
   // Host costs are not compute: they stay.
-  EXPECT_EQ(free_compute.hook_overhead_ns(), base.hook_overhead_ns());
+  EXPECT_EQ(free_compute.host().pre_forward_hook_ns(), base.host().pre_forward_hook_ns());
+  EXPECT_EQ(free_compute.host().kernel_launch_ns(), base.host().kernel_launch_ns());
 }
 
 TEST(ComputeModel, BackwardIsTwiceForwardForLinearsAndMoreForAttention) {
@@ -393,23 +394,58 @@ TEST(ComputeModel, MeasuredDeviceAdamRateReplacesTheMemoryBoundStep) {
   EXPECT_EQ(m.optimizer_step_ns(1'000'000), 10'000'000);  // 5 ms at 2e8/s, times 2
 }
 
-TEST(ComputeModel, HostCostsFollowHostOverheadScale) {
+TEST(ComputeModel, HostCostsAreTheCalibrationOverHostSpeed) {
   const auto p = profile("h100-sxm-8x");
   pc::CalibrationConstants c = p.calibration;
   c.kernel_launch_ns = 5'000;
-  c.hook_overhead_ns = 30'000;
-  c.collective_launch_ns = 20'000;
-  c.host_overhead_scale = 1.5;
+  c.host_pre_forward_hook_ns = 30'000;
+  c.host_fetch_call_ns = 10'000;
+  c.host_fetch_per_param_ns = 2'000;
+  c.host_fetch_per_inflight_param_ns = 30'000;
+  c.host_fetch_gather_round_ns = 60'000;
+  c.host_allgather_call_ns = 100'000;
+  c.host_allgather_per_param_ns = 8'000;
+  c.host_release_call_ns = 10'000;
+  c.host_release_per_param_ns = 1'000;
+  c.host_release_per_freed_param_ns = 60'000;
+  c.host_reduce_scatter_call_ns = 115'000;
+  c.host_reduce_scatter_per_param_ns = 10'000;
+  c.host_optimizer_step_per_param_ns = 16'000;
+  c.host_speed = 0.5;  // host code twice as slow as the defaults' GPU server
   const ps::ComputeModel m(p, c, pc::DType::kBF16);
-  EXPECT_EQ(m.kernel_launch_ns(), 7'500);
-  EXPECT_EQ(m.hook_overhead_ns(), 45'000);
-  EXPECT_EQ(m.collective_launch_ns(), 30'000);
-  c.host_overhead_scale = 0;
+  const ps::HostCostModel& host = m.host();
+  EXPECT_EQ(host.kernel_launch_ns(), 10'000);
+  EXPECT_EQ(host.pre_forward_hook_ns(), 60'000);
+  EXPECT_EQ(host.fetch_bookkeeping_ns(3), 2 * (10'000 + 3 * 2'000));
+  EXPECT_EQ(host.fetch_ns(2, 1, 1), 2 * (10'000 + 2 * 2'000 + 30'000 + 60'000));
+  EXPECT_EQ(host.all_gather_ns(1), 2 * 108'000);
+  EXPECT_EQ(host.all_gather_ns(4), 2 * (100'000 + 4 * 8'000));
+  EXPECT_EQ(host.release_ns(2, 1), 2 * (10'000 + 2 * 1'000 + 60'000));
+  EXPECT_EQ(host.reduce_scatter_ns(3), 2 * (115'000 + 3 * 10'000));
+  EXPECT_EQ(host.optimizer_step_ns(10), 2 * 160'000);
+  c.host_speed = std::numeric_limits<double>::infinity();  // a free host
   const ps::ComputeModel free_host(p, c, pc::DType::kBF16);
-  EXPECT_EQ(free_host.kernel_launch_ns(), 0);
-  EXPECT_EQ(free_host.hook_overhead_ns(), 0);
-  EXPECT_EQ(free_host.collective_launch_ns(), 0);
+  EXPECT_EQ(free_host.host().kernel_launch_ns(), 0);
+  EXPECT_EQ(free_host.host().fetch_ns(2, 1, 1), 0);
+  EXPECT_EQ(free_host.host().release_ns(2, 1), 0);
   EXPECT_GT(free_host.kernel_ns(1e12, 0), 0);  // device time is untouched
+  c.host_speed = 0;
+  EXPECT_THROW(ps::ComputeModel(p, c, pc::DType::kBF16), std::invalid_argument);
+}
+
+// The defaults put DeepSpeed's single-parameter all_gather_coalesced at the public per-call
+// figure for a torch-level collective on GPU servers (~115 us: calibration.hpp), and every other
+// term at its recorded ratio to that call.
+TEST(ComputeModel, DefaultHostCostsAnchorOneGatherCallAt115Us) {
+  const pc::CalibrationConstants c;
+  EXPECT_DOUBLE_EQ(c.host_speed, 1.0);
+  const ps::HostCostModel host(c);
+  EXPECT_EQ(host.all_gather_ns(1), 115'000);
+  EXPECT_EQ(host.reduce_scatter_ns(0), 115'000);
+  // The recording machine's speed makes that call its recorded median, 312 us.
+  pc::CalibrationConstants recording = c;
+  recording.host_speed = 115.0 / 312.0;
+  EXPECT_EQ(ps::HostCostModel(recording).all_gather_ns(1), 312'000);
 }
 
 TEST(ComputeModel, Fp32UsesTheFp32RateAndNeedsOne) {
@@ -444,7 +480,7 @@ TEST(Calibration, DefaultGemmEfficiencyPerGpu) {
   EXPECT_DOUBLE_EQ(profile("rtx4090-8x-pcie4-nop2p").calibration.gemm_efficiency, 0.8);
   const pc::CalibrationConstants defaults;
   EXPECT_DOUBLE_EQ(defaults.compute_time_scale, 1.0);
-  EXPECT_DOUBLE_EQ(defaults.host_overhead_scale, 1.0);
+  EXPECT_DOUBLE_EQ(defaults.host_speed, 1.0);
   EXPECT_FALSE(defaults.allgather_bus_bandwidth_bytes_per_s);
   EXPECT_FALSE(defaults.reduce_scatter_bus_bandwidth_bytes_per_s);
   EXPECT_FALSE(defaults.collective_latency_ns);
@@ -458,12 +494,13 @@ TEST(Calibration, ProfileSectionReadsEveryKeyInItsUnit) {
                                                   "  memory_efficiency: 0.9\n"
                                                   "  compute_time_scale: 0.5\n"
                                                   "  kernel_launch_us: 4.5\n"
-                                                  "  hook_overhead_us: 35\n"
-                                                  "  collective_launch_us: 12.25\n"
+                                                  "  host_pre_forward_hook_us: 35\n"
+                                                  "  host_allgather_call_us: 12.25\n"
+                                                  "  host_optimizer_step_per_param_us: 0\n"
                                                   "  allgather_bus_bandwidth_gb_per_s: 361.4\n"
                                                   "  reduce_scatter_bus_bandwidth_gb_per_s: 362.9\n"
                                                   "  collective_latency_us: 25\n"
-                                                  "  host_overhead_scale: 2\n"
+                                                  "  host_speed: 2\n"
                                                   "  device_adam_elements_per_s: 1.5e8\n");
   const auto c = pc::load_hardware_profile(file).calibration;
   EXPECT_DOUBLE_EQ(*c.device_adam_elements_per_s, 1.5e8);
@@ -471,12 +508,14 @@ TEST(Calibration, ProfileSectionReadsEveryKeyInItsUnit) {
   EXPECT_DOUBLE_EQ(c.memory_efficiency, 0.9);
   EXPECT_DOUBLE_EQ(c.compute_time_scale, 0.5);
   EXPECT_EQ(c.kernel_launch_ns, 4'500);
-  EXPECT_EQ(c.hook_overhead_ns, 35'000);
-  EXPECT_EQ(c.collective_launch_ns, 12'250);
+  EXPECT_EQ(c.host_pre_forward_hook_ns, 35'000);
+  EXPECT_EQ(c.host_allgather_call_ns, 12'250);
+  EXPECT_EQ(c.host_optimizer_step_per_param_ns, 0);
+  EXPECT_EQ(c.host_post_forward_hook_ns, pc::CalibrationConstants{}.host_post_forward_hook_ns);  // default
   EXPECT_DOUBLE_EQ(*c.allgather_bus_bandwidth_bytes_per_s, 361.4e9);
   EXPECT_DOUBLE_EQ(*c.reduce_scatter_bus_bandwidth_bytes_per_s, 362.9e9);
   EXPECT_EQ(*c.collective_latency_ns, 25'000);
-  EXPECT_DOUBLE_EQ(c.host_overhead_scale, 2);
+  EXPECT_DOUBLE_EQ(c.host_speed, 2);
   // A profile without the section gets the GPU's defaults.
   const auto plain = pc::load_hardware_profile(dir.write("plain.yaml", kProfileHead)).calibration;
   EXPECT_DOUBLE_EQ(plain.gemm_efficiency, 0.803);
@@ -498,12 +537,12 @@ TEST(Calibration, ScenarioOverridesProfileKeyByKey) {
                                       "  calibration:\n"
                                       "    gemm_efficiency: 0.6\n"
                                       "    allgather_bus_bandwidth_gb_per_s: derived\n"
-                                      "    hook_overhead_us: 50\n");
+                                      "    host_release_call_us: 50\n");
   const pc::Scenario s = pc::load_scenario(scenario, {}, kBundled);
   EXPECT_DOUBLE_EQ(s.cluster.calibration.gemm_efficiency, 0.6);             // scenario
   EXPECT_EQ(s.cluster.calibration.collective_latency_ns, 20'000);           // profile
   EXPECT_FALSE(s.cluster.calibration.allgather_bus_bandwidth_bytes_per_s);  // cleared
-  EXPECT_EQ(s.cluster.calibration.hook_overhead_ns, 50'000);                // scenario
+  EXPECT_EQ(s.cluster.calibration.host_release_call_ns, 50'000);            // scenario
   EXPECT_DOUBLE_EQ(s.cluster.calibration.memory_efficiency, 0.87);          // default
   // The profile keeps its own values.
   EXPECT_DOUBLE_EQ(s.cluster.hardware.calibration.gemm_efficiency, 0.7);
@@ -529,9 +568,12 @@ TEST(Calibration, SetOverridesReachClusterCalibration) {
   EXPECT_DOUBLE_EQ(s.cluster.calibration.gemm_efficiency, 0.75);
   // A bad --set value is reported at the --set, with the key.
   const auto e =
-      scenario_error({"    gemm_efficiency: 0.5\n", 0, "cluster.calibration.host_overhead_scale"},
-                     {"cluster.calibration.host_overhead_scale=-1"});
-  EXPECT_EQ(e.where().file, "--set cluster.calibration.host_overhead_scale");
+      scenario_error({"    gemm_efficiency: 0.5\n", 0, "cluster.calibration.host_speed"},
+                     {"cluster.calibration.host_speed=-1"});
+  EXPECT_EQ(e.where().file, "--set cluster.calibration.host_speed");
+  // inf is a free host, from a --set as from a file.
+  const pc::Scenario free_host = pc::load_scenario(file, {"cluster.calibration.host_speed=inf"}, kBundled);
+  EXPECT_TRUE(std::isinf(free_host.cluster.calibration.host_speed));
 }
 
 TEST(CalibrationErrors, ProfileSectionUnknownKeySuggestsClosest) {
@@ -552,14 +594,37 @@ TEST(CalibrationErrors, ProfileSectionValuesOutOfRange) {
                  "calibration.memory_efficiency"});  // twice
   profile_error({"  compute_time_scale: -1\n", 19, "calibration.compute_time_scale"});
   profile_error({"  kernel_launch_us: -3\n", 19, "calibration.kernel_launch_us"});
-  profile_error({"  hook_overhead_us: 2e6\n", 19, "calibration.hook_overhead_us"});
+  profile_error({"  host_fetch_call_us: 2e6\n", 19, "calibration.host_fetch_call_us"});
+  profile_error({"  host_release_per_freed_param_us: -1\n", 19, "calibration.host_release_per_freed_param_us"});
   e = profile_error({"  allgather_bus_bandwidth_gb_per_s: 0\n", 19,
                      "calibration.allgather_bus_bandwidth_gb_per_s"});
   EXPECT_NE(e.expected().find("derived"), std::string::npos) << e.what();
   profile_error({"  reduce_scatter_bus_bandwidth_gb_per_s: -5\n", 19,
                  "calibration.reduce_scatter_bus_bandwidth_gb_per_s"});
   profile_error({"  collective_latency_us: -1\n", 19, "calibration.collective_latency_us"});
-  profile_error({"  host_overhead_scale: 5000\n", 19, "calibration.host_overhead_scale"});
+  profile_error({"  host_speed: 5000\n", 19, "calibration.host_speed"});
+  profile_error({"  host_speed: 0\n", 19, "calibration.host_speed"});
+}
+
+// An old profile or scenario that still sets a removed host key stops with the keys that replaced
+// it, never running silently with costs it did not ask for.
+TEST(CalibrationErrors, RemovedHostKeysNameTheirReplacements) {
+  auto e = profile_error({"  hook_overhead_us: 20\n", 19, "calibration.hook_overhead_us"});
+  EXPECT_NE(e.problem().find("removed"), std::string::npos) << e.what();
+  for (const char* key : {"host_pre_forward_hook_us", "host_fetch_call_us", "host_release_call_us"}) {
+    EXPECT_NE(e.expected().find(key), std::string::npos) << key << ": " << e.what();
+  }
+  e = profile_error({"  collective_launch_us: 20\n", 19, "calibration.collective_launch_us"});
+  EXPECT_NE(e.expected().find("host_allgather_call_us"), std::string::npos) << e.what();
+  EXPECT_NE(e.expected().find("host_reduce_scatter_call_us"), std::string::npos) << e.what();
+  e = profile_error({"  host_overhead_scale: 2\n", 19, "calibration.host_overhead_scale"});
+  EXPECT_NE(e.expected().find("host_speed"), std::string::npos) << e.what();
+  // In a scenario's cluster.calibration, and from --set, alike.
+  const auto from_scenario = scenario_error({"    hook_overhead_us: 20\n", 7, "cluster.calibration.hook_overhead_us"});
+  EXPECT_NE(from_scenario.expected().find("host_post_backward_hook_us"), std::string::npos) << from_scenario.what();
+  const auto from_set = scenario_error({"    gemm_efficiency: 0.5\n", 0, "cluster.calibration.collective_launch_us"},
+                                       {"cluster.calibration.collective_launch_us=20"});
+  EXPECT_EQ(from_set.where().file, "--set cluster.calibration.collective_launch_us");
 }
 
 TEST(CalibrationErrors, ProfileSectionWrongTypes) {
@@ -567,7 +632,7 @@ TEST(CalibrationErrors, ProfileSectionWrongTypes) {
   profile_error({"  kernel_launch_us: [5]\n", 19, "calibration.kernel_launch_us"});
   profile_error({"  collective_latency_us: {us: 5}\n", 19, "calibration.collective_latency_us"});
   profile_error({"  compute_time_scale: .inf\n", 19, "calibration.compute_time_scale"});
-  profile_error({"  host_overhead_scale: true\n", 19, "calibration.host_overhead_scale"});
+  profile_error({"  host_speed: true\n", 19, "calibration.host_speed"});
   // The section itself must be a mapping.
   TempDir dir("calibration");
   const fs::path file = dir.write("box.yaml", kProfileHead + "calibration: 0.8\n");

@@ -55,8 +55,11 @@ ps::WorldResult simulate(const pc::Scenario& s) {
 }  // namespace
 
 TEST(Noise, SlowRankSetsThePace) {
-  const auto base = simulate(tiny({}));
-  const auto slow = simulate(tiny({"noise.slow_ranks={1: 1.5}"}));
+  // Compute slowed 1000x so that kernels set the pace: at DeepSpeed's host costs the tiny run is
+  // host-bound, and a slower GPU behind a busy host changes nothing.
+  const std::string slow_compute = "cluster.calibration.compute_time_scale=1000";
+  const auto base = simulate(tiny({slow_compute}));
+  const auto slow = simulate(tiny({"noise.slow_ranks={1: 1.5}", slow_compute}));
   EXPECT_GT(slow.metrics.iterations.back().step_time_ns, base.metrics.iterations.back().step_time_ns);
   EXPECT_GT(slow.metrics.iterations.back().compute_ns, base.metrics.iterations.back().compute_ns);
 }

@@ -57,7 +57,7 @@ TEST(Simulation, WithoutPrefetchOrComputeAllCommunicationIsExposed) {
   // as the blocking persistent re-gather.
   const auto s = scenario("gpt2-small-divergence.yaml",
                           {"zero.stage3_prefetch_bucket_size=0", "cluster.calibration.compute_time_scale=0",
-                           "cluster.calibration.host_overhead_scale=0", "divergence=[]"});
+                           "cluster.calibration.host_speed=inf", "divergence=[]"});
   const auto result = simulate(s);
   ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
   ASSERT_EQ(result.metrics.iterations.size(), 10u);
@@ -73,10 +73,13 @@ TEST(Simulation, DefaultBucketBeatsNoPrefetchAndTinyBucketsWhenLatencyBound) {
   // 32 ranks over 4 nodes: every collective pays the multi-node ring latency, so coalescing
   // (DeepSpeed's 5e7) must stall less than one collective per parameter (1e5) or none (0).
   // Pinned to the ring/Simple model: NCCL's tuner sends small messages with LL at a third of
-  // the Simple latency, which is a different question from the one this invariant asks.
+  // the Simple latency, which is a different question from the one this invariant asks. And a
+  // free host: at DeepSpeed's host costs this job is host-bound, so the host's time between a
+  // gather and its use hides the latency whatever the bucket (another question again).
   auto stall_at = [](const char* bucket) {
     const auto s = scenario("gpt2-medium-4-nodes.yaml", {std::string("zero.stage3_prefetch_bucket_size=") + bucket,
-                                                         "cluster.calibration.collective_model=ring"});
+                                                         "cluster.calibration.collective_model=ring",
+                                                         "cluster.calibration.host_speed=inf"});
     const auto result = simulate(s);
     EXPECT_EQ(result.status, pc::RunStatus::kOk) << result.message;
     return total_stall(pc::summarize(result.metrics, 2));
@@ -193,17 +196,25 @@ TEST(Simulation, SharedCoresContention) {
 
 TEST(Simulation, PeakReservedMemoryGrowsWithTheStaticBucket) {
   // Llama-2-13B on 8x A100: bigger prefetch buckets keep more gathered parameters (and, while a
-  // coalesced bucket is copied out, twice its size) alive at once.
-  std::int64_t previous = 0;
+  // coalesced bucket is copied out, twice its size) alive at once. The job runs at the device's
+  // capacity, where the allocator releases its cache and retries, so the reserved peaks of
+  // neighbouring buckets differ by fragmentation (tens of MiB either way, with the host's timing):
+  // reserved memory is compared between the smallest and the largest bucket only.
+  std::int64_t previous_gathered = 0;
+  std::int64_t smallest_reserved = 0;
   for (const char* bucket : {"1e6", "2e8", "1e9"}) {
     const auto result = simulate(scenario("llama-2-13b-grad-accum.yaml",
                                           {"training.iterations=3", "training.warmup_iterations=1",
                                            std::string("zero.stage3_prefetch_bucket_size=") + bucket}));
     ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
     const auto stats = pc::summarize(result.metrics, 1);
-    EXPECT_GT(stats.peak_reserved_bytes, previous) << "bucket " << bucket;
+    EXPECT_GT(stats.peak_gathered_param_bytes, previous_gathered) << "bucket " << bucket;
     EXPECT_GE(stats.peak_reserved_bytes, stats.peak_allocated_bytes);
-    previous = stats.peak_reserved_bytes;
+    if (smallest_reserved == 0) smallest_reserved = stats.peak_reserved_bytes;
+    if (std::string(bucket) == "1e9") {
+      EXPECT_GT(stats.peak_reserved_bytes, smallest_reserved);
+    }
+    previous_gathered = stats.peak_gathered_param_bytes;
   }
 }
 
@@ -393,15 +404,18 @@ TEST(Simulation, OneGpuParameterOffloadCopiesEachFetchedParameterIntoItsOwnBuffe
   }
   EXPECT_GT(pc::summarize(offloaded.result.metrics, 1).steady_step_time_ns,
             pc::summarize(plain.result.metrics, 1).steady_step_time_ns);
-  // Host-bound (free compute): the host waits for each copy in turn, so every copy adds to the
-  // step.
-  const auto host_bound_plain = simulate(one_gpu({"zero.offload_param.device=none", "cluster.calibration.compute_time_scale=0"}));
-  const auto host_bound = simulate(one_gpu({"cluster.calibration.compute_time_scale=0"}));
+  // With compute and the host free, nothing hides a copy: the host waits for each in turn, so
+  // every copy adds to the step. (At DeepSpeed's host costs the host's own work between a
+  // prefetch round's copies and their waits overlaps them.)
+  const auto host_bound_plain = simulate(one_gpu({"zero.offload_param.device=none", "cluster.calibration.compute_time_scale=0",
+                                                  "cluster.calibration.host_speed=inf"}));
+  const auto host_bound = simulate(one_gpu({"cluster.calibration.compute_time_scale=0", "cluster.calibration.host_speed=inf"}));
   ASSERT_EQ(host_bound.status, pc::RunStatus::kOk) << host_bound.message;
   for (std::size_t i = 0; i < host_bound.metrics.iterations.size(); ++i) {
     const auto& it = host_bound.metrics.iterations[i];
+    // (Each copy is rounded to a whole nanosecond.)
     EXPECT_GE(static_cast<double>(it.step_time_ns - host_bound_plain.metrics.iterations[i].step_time_ns),
-              host_copy_ns(s, it.gathered_numel))
+              host_copy_ns(s, it.gathered_numel) - static_cast<double>(copies[it.iteration]))
         << "iteration " << it.iteration;
   }
 }
