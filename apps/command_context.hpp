@@ -14,6 +14,7 @@ enum ExitCode : int {
   kExitBadInput = 2,
   kExitCollectiveMismatch = 3,
   kExitOutOfMemory = 4,
+  kExitExpectationFailed = 5,  // a checked expectation does not hold (fidelity: a case outside its band)
 };
 
 // The tree holding models/ and hardware/: $PREFETCHLAB_HOME when set, else the source tree

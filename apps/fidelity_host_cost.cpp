@@ -1,0 +1,26 @@
+#include "fidelity_host_cost.hpp"
+
+#include "core/model/model_spec.hpp"
+#include "sim/compute_model.hpp"
+#include "sim/nccl_tuner_cost_model.hpp"
+
+namespace prefetchlab::apps {
+
+double simulated_host_us(const core::HardwareProfile& profile, const core::CalibrationConstants& calibration,
+                         const HostQuery& query) {
+  // The same host cost the rank host program spends on each collective it issues.
+  const sim::ComputeModel compute(profile, calibration, core::DType::kBF16);
+  double ns = static_cast<double>(compute.collective_launch_ns());
+  if (query.includes_device_time) {
+    const auto kind = query.op == core::NcclTestsOp::kAllGather       ? sim::CollectiveKind::kAllGather
+                      : query.op == core::NcclTestsOp::kReduceScatter ? sim::CollectiveKind::kReduceScatter
+                                                                      : sim::CollectiveKind::kAllReduce;
+    const std::int64_t bytes =
+        query.op == core::NcclTestsOp::kAllReduce ? query.bytes_per_rank : query.bytes_per_rank * query.ranks;
+    const sim::NcclTunerCostModel model(profile, calibration);
+    ns += static_cast<double>(model.choose({kind, bytes, query.ranks, query.nodes}).duration_ns);
+  }
+  return ns / 1e3;
+}
+
+}  // namespace prefetchlab::apps
