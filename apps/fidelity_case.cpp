@@ -176,7 +176,7 @@ void apply_set(const core::YamlSection& top, YAML::Node& scenario_root, core::Ya
   const core::YamlSection set(set_node, top.source(), "set", top.location("set").line);
   for (const auto& key : set.keys()) {
     set.raw(key);
-    apply_override_from(scenario_root, key, set_node[key], source, set.location(key), "set.", root_path);
+    core::apply_override_from(scenario_root, key, set_node[key], source, set.location(key), "set.", root_path);
   }
   set.finish();
 }

@@ -42,7 +42,7 @@ struct CaseResult {
 };
 
 struct KindSummary {
-  FidelityKind kind;
+  FidelityKind kind = FidelityKind::kCollective;
   int cases = 0;
   int with_figure = 0;
   double median_abs_error = 0;
@@ -81,7 +81,8 @@ const char* verdict_text(FidelityVerdict verdict) {
 std::vector<KindSummary> summarize(const std::vector<CaseResult>& results) {
   std::vector<KindSummary> out;
   for (const auto kind : {FidelityKind::kCollective, FidelityKind::kTraining, FidelityKind::kHost}) {
-    KindSummary s{kind};
+    KindSummary s;
+    s.kind = kind;
     std::vector<double> errors;
     for (const auto& r : results) {
       if (r.c.kind != kind) continue;
