@@ -189,9 +189,9 @@ core::Scenario load_training(const core::YamlSection& top, YAML::Node case_root,
   if (node.IsMap()) {
     // Inline: written into the case's own tree (errors name the case file and `scenario.*`).
     YAML::Node root = case_root["scenario"];
+    const int line = top.location("scenario").line;  // before set: adds keys under it
     apply_set(top, root, *case_source, "scenario");
-    return core::load_scenario_tree(root, case_source, "scenario", top.location("scenario").line, name,
-                                    data.bundled);
+    return core::load_scenario_tree(root, case_source, "scenario", line, name, data.bundled);
   }
   if (!node.IsScalar()) {
     top.fail("scenario", "is neither a mapping nor a string",
