@@ -255,7 +255,9 @@ TEST_P(FidelityBadInput, ExitsTwoNamingFileLineAndKey) {
   const auto r = run_cli("fidelity " + cases.string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(c.where), std::string::npos) << r.output;
-  if (!c.key.empty()) EXPECT_NE(r.output.find("key '" + c.key + "'"), std::string::npos) << r.output;
+  if (!c.key.empty()) {
+    EXPECT_NE(r.output.find("key '" + c.key + "'"), std::string::npos) << r.output;
+  }
   if (!c.suggestion.empty()) {
     EXPECT_NE(r.output.find("did you mean '" + c.suggestion + "'"), std::string::npos) << r.output;
   }
@@ -308,7 +310,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "metric: host_us_per_call\nreal: 100\nunit: us\ntolerance: 0.25\n",
                 "bad.yaml:5", "host.call", ""},
         BadCase{"yaml_syntax", collective_case({{6, "  ranks: [8"}}), "bad.yaml:", "", ""}),
-    [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<BadCase>& param_info) { return param_info.param.name; });
 
 TEST(Fidelity, MissingFolderIsBadInput) {
   const auto r = run_cli("fidelity /nonexistent/fidelity-cases");
