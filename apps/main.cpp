@@ -1,5 +1,5 @@
 // prefetchlab: one binary, one subcommand per task (docs/architecture.md). Exit codes: 0 ok, 1
-// internal error, 2 bad input, 3 collective mismatch, 4 out of memory.
+// internal error, 2 bad input, 3 collective mismatch, 4 out of memory, 5 failed expectation.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -10,6 +10,7 @@
 #include "command_context.hpp"
 #include "compare_command.hpp"
 #include "describe_command.hpp"
+#include "fidelity_command.hpp"
 #include "merge_command.hpp"
 #include "replay_command.hpp"
 #include "run_command.hpp"
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   add_validate_command(app, &exit_code);
   add_tune_command(app, &exit_code);
   add_allocator_replay_command(app, &exit_code);
+  add_fidelity_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

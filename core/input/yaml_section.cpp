@@ -113,6 +113,9 @@ InputLocation YamlSection::location(std::string_view key) const {
   for (const auto& overridden : source_->overridden_keys) {
     if (overridden == full || overridden.starts_with(full + ".")) return {"--set " + overridden, 0};
   }
+  for (const auto& [overridden, origin] : source_->override_origins) {
+    if (overridden == full || overridden.starts_with(full + ".")) return origin;
+  }
   for (const auto& [name, line] : key_lines_) {
     if (name == key) return {source_->file, line};
   }

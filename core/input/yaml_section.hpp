@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -23,6 +24,9 @@ namespace prefetchlab::core {
 struct YamlSource {
   std::string file;
   std::set<std::string> overridden_keys;  // dotted paths
+  // Keys written into the document from elsewhere (a fidelity case's `set:`): dotted path ->
+  // where the value was written, so errors on them point there.
+  std::map<std::string, InputLocation> override_origins;
 };
 
 // Parses a YAML file; a missing file or a syntax error is an InputError with file and line.

@@ -214,13 +214,24 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   source->file = file.string();
   YAML::Node root = parse_yaml_file(source->file);
   for (const auto& assignment : overrides) apply_override(root, assignment, *source);
-  const YamlSection top = YamlSection::from_node(root, source);
+  return load_scenario_tree(root, source, "", 1, file.stem().string(), bundled);
+}
+
+Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSource> source,
+                            const std::string& root_path, int root_line, const std::string& name,
+                            const BundledData& bundled) {
+  const std::filesystem::path file(source->file);
+  if (!root || root.IsNull()) {
+    throw InputError({source->file, root_line}, root_path, "is empty", "a scenario mapping (model, training, cluster, ...)");
+  }
+  const YamlSection top = root_path.empty() ? YamlSection::from_node(root, source)
+                                            : YamlSection(root, source, root_path, root_line);
 
   top.allow_only({"model", "training", "cluster", "zero", "controller", "noise", "output", "divergence",
                   "expect", "memory"});
   Scenario scenario;
   scenario.file = file;
-  scenario.name = file.stem().string();
+  scenario.name = name;
 
   // Model first: training checks seq_len against its positions, zero "auto" needs its width.
   scenario.model_ref = top.require_string("model");

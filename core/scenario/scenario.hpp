@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "core/model/model_spec.hpp"
 #include "core/control/prefetch_controller.hpp"
 #include "core/zero/zero_config.hpp"
+#include "core/input/yaml_section.hpp"
 
 namespace prefetchlab::core {
 
@@ -113,6 +115,14 @@ struct BundledData {
 // Loads, applies `--set` overrides (each "a.b=value"), validates. Throws InputError.
 Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides,
                        const BundledData& bundled);
+
+// The same from an already parsed (and possibly edited) mapping: `root` is the scenario, found in
+// `source` at the dotted key `root_path` ("" for a whole file) on `root_line`; `name` is the
+// scenario's name (a file's stem). Relative paths inside it (model, hardware, ds_config) resolve
+// against the folder of `source->file`. Used by `fidelity`, whose cases hold scenarios inline.
+Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSource> source,
+                            const std::string& root_path, int root_line, const std::string& name,
+                            const BundledData& bundled);
 
 // Resolves `value` as a bundled name (dir/NAME.yaml) or as a path relative to the scenario's
 // folder. Unknown names are InputErrors on `key` suggesting the closest bundled name.

@@ -192,7 +192,7 @@ TEST(ZeroConfig, HuggingFaceZero3ExampleResolvesEveryValue) {
   std::vector<std::string> notes;
   const std::string yaml = "zero:\n  ds_config: ds_config_hf_zero3.json\n";
   const pc::YamlSection root = pc::YamlSection::from_node(
-      YAML::Load(yaml), std::make_shared<pc::YamlSource>(pc::YamlSource{"scenario.yaml", {}}));
+      YAML::Load(yaml), std::make_shared<pc::YamlSource>(pc::YamlSource{"scenario.yaml", {}, {}}));
   const pc::ZeroConfig z = pc::load_zero_config(root.section("zero"), hf_facts(), kDataDir, &notes);
 
   EXPECT_EQ(z.stage, 3);
@@ -347,7 +347,7 @@ TEST(DsConfigFile, TabIndentedJsonIsRead) {
   std::vector<std::string> notes;
   const std::string yaml = "zero:\n  ds_config: ds_config_tabs.json\n";
   const pc::YamlSection root = pc::YamlSection::from_node(
-      YAML::Load(yaml), std::make_shared<pc::YamlSource>(pc::YamlSource{"scenario.yaml", {}}));
+      YAML::Load(yaml), std::make_shared<pc::YamlSource>(pc::YamlSource{"scenario.yaml", {}, {}}));
   const pc::ZeroConfig z = pc::load_zero_config(root.section("zero"), hf_facts(), kDataDir, &notes);
   EXPECT_EQ(z.prefetch_bucket_numel, 20'000'000);
   EXPECT_EQ(z.offload_param.device, pc::OffloadDevice::kNvme);

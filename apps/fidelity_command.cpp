@@ -1,0 +1,274 @@
+#include "fidelity_command.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "command_context.hpp"
+#include "core/input/input_error.hpp"
+#include "core/io/json_file.hpp"
+#include "fidelity_case.hpp"
+#include "parallel_runner.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+struct FidelityOptions {
+  std::string cases_dir;
+  std::string category;
+  std::string json_path;
+  std::string markdown_path;
+  unsigned jobs = 0;
+};
+
+struct CaseResult {
+  FidelityCase c;
+  FidelityOutcome outcome;
+  FidelityVerdict verdict = FidelityVerdict::kInside;
+  std::optional<double> error() const {
+    if (!outcome.simulated) return std::nullopt;
+    return (*outcome.simulated - c.real) / c.real;
+  }
+};
+
+struct KindSummary {
+  FidelityKind kind = FidelityKind::kCollective;
+  int cases = 0;
+  int with_figure = 0;
+  double median_abs_error = 0;
+  double max_abs_error = 0;
+  int inside = 0;
+  int known_gaps = 0;
+  int failing = 0;
+};
+
+std::string fmt(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+std::string percent(double fraction, bool sign) { return fmt(sign ? "%+.1f%%" : "%.1f%%", 100.0 * fraction); }
+
+std::string value_text(double value, FidelityMetric metric, const char* format) {
+  return fmt(format, value) + " " + fidelity_metric_unit(metric);
+}
+
+const char* verdict_text(FidelityVerdict verdict) {
+  switch (verdict) {
+    case FidelityVerdict::kInside:
+      return "inside";
+    case FidelityVerdict::kKnownGap:
+      return "known gap";
+    case FidelityVerdict::kOutside:
+      return "OUTSIDE";
+    case FidelityVerdict::kGapClosed:
+      return "GAP CLOSED";
+  }
+  return "?";
+}
+
+std::vector<KindSummary> summarize(const std::vector<CaseResult>& results) {
+  std::vector<KindSummary> out;
+  for (const auto kind : {FidelityKind::kCollective, FidelityKind::kTraining, FidelityKind::kHost}) {
+    KindSummary s;
+    s.kind = kind;
+    std::vector<double> errors;
+    for (const auto& r : results) {
+      if (r.c.kind != kind) continue;
+      ++s.cases;
+      if (const auto e = r.error()) errors.push_back(std::fabs(*e));
+      if (r.verdict == FidelityVerdict::kInside) ++s.inside;
+      if (r.verdict == FidelityVerdict::kKnownGap) ++s.known_gaps;
+      if (!fidelity_verdict_passes(r.verdict)) ++s.failing;
+    }
+    if (s.cases == 0) continue;
+    s.with_figure = static_cast<int>(errors.size());
+    if (!errors.empty()) {
+      std::sort(errors.begin(), errors.end());
+      const std::size_t n = errors.size();
+      s.median_abs_error = n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+      s.max_abs_error = errors.back();
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+// The tables docs/fidelity.md embeds: per case, then per kind, then the open known gaps.
+std::string markdown(const std::vector<CaseResult>& results, const std::vector<KindSummary>& kinds) {
+  std::ostringstream out;
+  out << "| case | kind | source | metric | real | simulated | error | band | result |\n"
+         "|---|---|---|---|---:|---:|---:|---:|---|\n";
+  for (const auto& r : results) {
+    out << "| " << r.c.name << " | " << fidelity_kind_name(r.c.kind) << " | " << r.c.source << " | "
+        << fidelity_metric_name(r.c.metric) << " | " << value_text(r.c.real, r.c.metric, "%.6g") << " | ";
+    if (r.outcome.simulated) {
+      out << value_text(*r.outcome.simulated, r.c.metric, "%.4g") << " | " << percent(*r.error(), true);
+    } else {
+      out << "- | -";
+    }
+    out << " | ±" << fmt("%.0f", 100.0 * r.c.tolerance) << "% | " << verdict_text(r.verdict);
+    if (!r.outcome.simulated) out << " (" << r.outcome.failure << ")";
+    out << " |\n";
+  }
+  out << "\n| kind | cases | median abs error | max abs error | inside band | known gaps | failing |\n"
+         "|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& k : kinds) {
+    out << "| " << fidelity_kind_name(k.kind) << " | " << k.cases << " | "
+        << (k.with_figure ? percent(k.median_abs_error, false) : "-") << " | "
+        << (k.with_figure ? percent(k.max_abs_error, false) : "-") << " | " << k.inside << " | " << k.known_gaps
+        << " | " << k.failing << " |\n";
+  }
+  bool header = false;
+  for (const auto& r : results) {
+    if (!r.c.known_gap) continue;
+    if (!header) out << "\nKnown gaps (each case marked `known_gap`):\n\n";
+    header = true;
+    out << "- `" << r.c.name << "`: " << *r.c.known_gap << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::ordered_json to_json(const std::vector<CaseResult>& results, const std::vector<KindSummary>& kinds,
+                               bool passed) {
+  nlohmann::ordered_json doc;
+  doc["passed"] = passed;
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  for (const auto& r : results) {
+    nlohmann::ordered_json c;
+    c["case"] = r.c.name;
+    c["file"] = r.c.file.filename().string();
+    c["kind"] = fidelity_kind_name(r.c.kind);
+    c["source"] = r.c.source;
+    c["metric"] = fidelity_metric_name(r.c.metric);
+    c["unit"] = fidelity_metric_unit(r.c.metric);
+    c["real"] = r.c.real;
+    c["simulated"] = r.outcome.simulated ? nlohmann::ordered_json(*r.outcome.simulated) : nlohmann::ordered_json();
+    c["error"] = r.error() ? nlohmann::ordered_json(*r.error()) : nlohmann::ordered_json();
+    c["tolerance"] = r.c.tolerance;
+    c["verdict"] = fidelity_verdict_name(r.verdict);
+    c["known_gap"] = r.c.known_gap ? nlohmann::ordered_json(*r.c.known_gap) : nlohmann::ordered_json();
+    if (!r.outcome.simulated) c["failure"] = r.outcome.failure;
+    cases.push_back(std::move(c));
+  }
+  doc["cases"] = std::move(cases);
+  nlohmann::ordered_json per_kind = nlohmann::ordered_json::array();
+  for (const auto& k : kinds) {
+    nlohmann::ordered_json j;
+    j["kind"] = fidelity_kind_name(k.kind);
+    j["cases"] = k.cases;
+    j["with_figure"] = k.with_figure;
+    j["median_abs_error"] = k.median_abs_error;
+    j["max_abs_error"] = k.max_abs_error;
+    j["inside"] = k.inside;
+    j["known_gaps"] = k.known_gaps;
+    j["failing"] = k.failing;
+    per_kind.push_back(std::move(j));
+  }
+  doc["kinds"] = std::move(per_kind);
+  return doc;
+}
+
+int run_fidelity(const FidelityOptions& o) {
+  const std::filesystem::path root = data_root();
+  const std::filesystem::path dir = o.cases_dir.empty() ? root / "bench" / "fidelity" : std::filesystem::path(o.cases_dir);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw core::InputError({"<command line>", 0}, "CASES_DIR", "'" + dir.string() + "' is not a folder",
+                           "a folder of fidelity case files (*.yaml), e.g. bench/fidelity");
+  }
+  std::optional<FidelityKind> only;
+  if (!o.category.empty()) {
+    only = parse_fidelity_kind(o.category);
+    if (!only) {
+      throw core::InputError({"<command line>", 0}, "--category", "is '" + o.category + "'",
+                             "collective, training or host");
+    }
+  }
+  // Cases are the *.yaml files directly in the folder (sub-folders hold what they refer to:
+  // hardware profiles, models, scenarios), in file-name order.
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") files.push_back(entry.path());
+  }
+  if (ec) throw std::runtime_error("cannot list " + dir.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    throw core::InputError({dir.string(), 0}, "CASES_DIR", "holds no case files", "one or more *.yaml fidelity cases");
+  }
+
+  FidelityData data{bundled_data(), root / "scenarios"};
+  // Every case is read (and so checked) first, whatever --category selects.
+  std::vector<CaseResult> results;
+  for (const auto& file : files) {
+    FidelityCase c = load_fidelity_case(file, data);
+    if (only && c.kind != *only) continue;
+    results.push_back({std::move(c), {}, FidelityVerdict::kInside});
+  }
+  std::atomic<bool> stop{false};
+  parallel_for(results.size(), thread_count(o.jobs, results.size()), stop, [&](std::size_t i) {
+    results[i].outcome = simulate_fidelity_case(results[i].c);
+    results[i].verdict = fidelity_verdict(results[i].c, results[i].outcome);
+  });
+
+  const std::vector<KindSummary> kinds = summarize(results);
+  int failing = 0, inside = 0, gaps = 0;
+  for (const auto& r : results) {
+    failing += fidelity_verdict_passes(r.verdict) ? 0 : 1;
+    inside += r.verdict == FidelityVerdict::kInside ? 1 : 0;
+    gaps += r.verdict == FidelityVerdict::kKnownGap ? 1 : 0;
+  }
+  const std::string table = markdown(results, kinds);
+  if (!o.json_path.empty()) core::write_json_atomically(o.json_path, to_json(results, kinds, failing == 0));
+  if (!o.markdown_path.empty()) core::write_text_atomically(o.markdown_path, table);
+
+  std::cout << "prefetchlab fidelity: " << results.size() << " case(s) from " << dir.string();
+  if (only) std::cout << " (kind " << fidelity_kind_name(*only) << ")";
+  std::cout << "; error = (simulated - real) / real\n\n" << table << "\n";
+  for (const auto& r : results) {
+    if (r.verdict == FidelityVerdict::kGapClosed) {
+      std::cout << "known gap closed: remove known_gap from " << r.c.file.string() << " (error "
+                << percent(*r.error(), true) << ", inside its band of ±" << fmt("%.0f", 100 * r.c.tolerance)
+                << "%)\n";
+    } else if (r.verdict == FidelityVerdict::kOutside) {
+      std::cout << "outside its band: " << r.c.file.string() << ": ";
+      if (r.outcome.simulated) {
+        std::cout << "error " << percent(*r.error(), true) << " beyond ±" << fmt("%.0f", 100 * r.c.tolerance) << "%";
+      } else {
+        std::cout << "no simulated figure (" << r.outcome.failure << ")";
+      }
+      std::cout << " and no known_gap\n";
+    }
+  }
+  std::cout << "fidelity: " << inside << " inside their band, " << gaps << " known gap(s), " << failing
+            << " failing\n";
+  return failing == 0 ? kExitOk : kExitExpectationFailed;
+}
+
+}  // namespace
+
+CLI::App* add_fidelity_command(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<FidelityOptions>();
+  CLI::App* c = app.add_subcommand(
+      "fidelity", "Run the corpus of public real measurements through the simulator; error per case and per kind");
+  c->add_option("cases_dir", o->cases_dir, "folder of case files (default: the bundled bench/fidelity)");
+  c->add_option("--category", o->category, "only cases of this kind: collective, training or host");
+  c->add_option("--json", o->json_path, "also write the table as JSON to this file");
+  c->add_option("--markdown", o->markdown_path, "also write the tables as Markdown to this file");
+  c->add_option("-j,--jobs", o->jobs, "threads (default: all cores); the output does not depend on it");
+  c->callback([o, exit_code] { *exit_code = run_guarded([&] { return run_fidelity(*o); }); });
+  return c;
+}
+
+}  // namespace prefetchlab::apps

@@ -1,0 +1,35 @@
+#pragma once
+// The simulator's host cost of one torch-level collective call, as a `host` case of the fidelity
+// corpus (bench/fidelity/) compares it with a measurement. Kept behind this one function so that
+// a new host-cost model changes only its body.
+#include <cstdint>
+#include <string>
+
+#include "core/hardware/calibration.hpp"
+#include "core/hardware/hardware_profile.hpp"
+#include "core/hardware/nccl_tests_log.hpp"
+
+namespace prefetchlab::apps {
+
+// One call of torch.distributed, as measured: `call` is the torch function
+// (all_gather, all_gather_into_tensor, all_reduce, reduce_scatter_tensor), `op` the NCCL
+// collective it issues, `bytes_per_rank` each rank's tensor (the all-gather input, the
+// reduce-scatter output, the all-reduce buffer).
+struct HostQuery {
+  std::string call;
+  core::NcclTestsOp op = core::NcclTestsOp::kAllGather;
+  int ranks = 0;
+  int nodes = 1;
+  std::int64_t bytes_per_rank = 0;
+  // The measurement waits for each call to finish (a synchronised timing loop), so the
+  // collective's own device time is part of the figure.
+  bool includes_device_time = true;
+};
+
+// Microseconds per call. Today: the calibrated collective launch cost (collective_launch_us times
+// host_overhead_scale, what the simulator's rank host program pays per collective), plus the
+// collective's duration from the NCCL tuner model when the measurement includes it.
+double simulated_host_us(const core::HardwareProfile& profile, const core::CalibrationConstants& calibration,
+                         const HostQuery& query);
+
+}  // namespace prefetchlab::apps
