@@ -526,6 +526,8 @@ void RankExecutor::backward(int module) {
   gradients_ready(module);
   const auto& spec = model_.modules[static_cast<std::size_t>(module)];
   for (auto it = spec.children.rbegin(); it != spec.children.rend(); ++it) backward(*it);
+  // No post-backward hook for a module fed only token ids (core::ModuleSpec::post_backward_hook_fires).
+  if (!spec.post_backward_hook_fires) return;
   doing_ = "backward release";
   doing_module_ = module;
   Context release_context{core::Phase::kBackward, module, std::nullopt};

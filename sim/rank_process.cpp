@@ -490,6 +490,9 @@ HostTask RankProcess::backward(int module) {
   const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
   for (auto it = spec.children.rbegin(); it != spec.children.rend(); ++it) co_await backward(*it);
 
+  // No post-backward hook for a module fed only token ids: its parameters stay gathered until
+  // the optimizer step releases everything (core::ModuleSpec::post_backward_hook_fires).
+  if (!spec.post_backward_hook_fires) co_return;
   const TimeNs release_start = engine_.now_ns();
   const core::Plan release_plan = coordinator_.release_sub_module(module, core::Phase::kBackward);
   co_await spend(compute.host().post_backward_hook_ns() + release_host_ns(module, release_plan));

@@ -130,6 +130,10 @@ class Driver {
     auto children = model_.modules[static_cast<std::size_t>(module)].children;
     if (phase == pc::Phase::kBackward) std::reverse(children.begin(), children.end());
     for (const int child : children) visit(child, phase, skip);
+    // As the executors: no post-backward hook for a module fed only token ids.
+    if (phase == pc::Phase::kBackward && !model_.modules[static_cast<std::size_t>(module)].post_backward_hook_fires) {
+      return;
+    }
     release(module, phase);
   }
   void log(const pc::Plan& plan, Source source, pc::Phase phase, int module) {

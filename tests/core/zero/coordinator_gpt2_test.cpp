@@ -39,18 +39,22 @@
 // coalesced bf16 gather, in both passes, and wte is gathered twice per pass (wte, lm_head):
 //   forward on-demand = 76 gathers, 124,439,808 + 38,597,376 = 163,037,184 elements;
 //   forward releases  = 148 + 1 (wte again) = 149 params, 163,037,184 elements;
-//   backward: the same 76 / 163,037,184 gathers and 149 / 163,037,184 releases.
-// Optimizer step: release_and_reset_all finds nothing resident (0 releases), then the
-// persistent re-gather: one gather of the 98 persistent params, 121,344 elements.
+//   backward: the same 76 / 163,037,184 gathers; releases skip wpe and wte's own module,
+//   whose post-backward hook never fires (fed only token ids; ModuleSpec::post_backward_hook_fires):
+//   147 params, 163,037,184 − 39,383,808 = 123,653,376 (lm_head still releases wte once).
+// Optimizer step: release_and_reset_all releases what is still resident, wte and wpe
+// (2 params, 39,383,808), then the persistent re-gather: one gather of the 98 persistent
+// params, 121,344 elements.
 //
 // ---- Iterations 2–4 (COMPLETE) ---------------------------------------------------------------
 // Each starts with exactly the 98 persistent params resident (re-gathered by the previous
 // step), nothing in flight, n_available 0, queue = full parameter trace. Persistent entries are
 // AVAILABLE and popped for free; persistent params are never released in COMPLETE.
 // With max_live 1e9 the budget is always the bucket (n_available ≤ 182.6M < 1e9 − bucket).
-// Optimizer step: every non-persistent param was released by its last backward post-hook (see
-// below), so release_and_reset_all releases the 98 persistent ones (121,344), then one
-// persistent re-gather of 98 params, 121,344. The state after the step equals the state after
+// Optimizer step: every non-persistent param but wte and wpe was released by its last backward
+// post-hook (see below; theirs never fires), so release_and_reset_all releases the 98
+// persistent ones and those two: 100 params, 121,344 + 39,383,808, then one persistent
+// re-gather of 98 params, 121,344. The state after the step equals the state after
 // iteration 1's step, so iterations 3 and 4 repeat iteration 2 exactly.
 #include <gtest/gtest.h>
 
@@ -211,19 +215,22 @@ TEST(CoordinatorGpt2, GathersPerIterationPhaseAndKind) {
 
   // Iteration 1 (RECORD), every configuration; see the file comment.
   constexpr std::int64_t kRecordPass = 124'439'808 + kWte;  // 163,037,184
+  // wte and wpe: never released by a post-backward hook, so by the optimizer step instead.
+  constexpr std::int64_t kEmbeddings = kWte + kWpe;  // 39,383,808
   const IterationTally record{{
       {{76, kRecordPass}, kNone, kNone, {149, kRecordPass}},
-      {{76, kRecordPass}, kNone, kNone, {149, kRecordPass}},
-      {kNone, kNone, {1, kPersistent}, kNone},
+      {{76, kRecordPass}, kNone, kNone, {147, kRecordPass - kEmbeddings}},
+      {kNone, kNone, {1, kPersistent}, {2, kEmbeddings}},
   }};
-  // Optimizer step of every later iteration: 98 persistent params released, then re-gathered.
-  const StageTally later_step{kNone, kNone, {1, kPersistent}, {98, kPersistent}};
+  // Optimizer step of every later iteration: 98 persistent params and the two embeddings
+  // released, then the persistent ones re-gathered.
+  const StageTally later_step{kNone, kNone, {1, kPersistent}, {100, kPersistent + kEmbeddings}};
   // Backward of every configuration except bucket 0 / reuse 0: every non-persistent param is
   // resident (kept or prefetched) at backward start, so nothing is gathered; each is released
   // once, at its last backward use (wte at step 301, not at lm_head's 152: a later use is
   // either already passed by a scan, "most recent step" 301 > 153, or within the reuse
-  // distance): 50 params, N.
-  const StageTally backward_kept{kNone, kNone, kNone, {50, kNonPersistent}};
+  // distance), except wte and wpe, released at the step: 48 params, N − 39,383,808.
+  const StageTally backward_kept{kNone, kNone, kNone, {48, kNonPersistent - kEmbeddings}};
 
   struct Row {
     std::int64_t bucket;
@@ -288,9 +295,11 @@ TEST(CoordinatorGpt2, GathersPerIterationPhaseAndKind) {
       // bucket 0, reuse 0: each non-persistent param is released after every use and
       //   gathered on demand at every use. Forward: 48 weights + wte + wpe + wte again at
       //   lm_head = 51 gathers, N + 38,597,376 = 162,915,840, and the same 51 releases.
-      //   Backward mirrors it (lm_head's wte, 48 weights, wpe, wte): 51 / 162,915,840 both.
+      //   Backward gathers as forward (lm_head's wte, 48 weights, wpe, wte): 51 / 162,915,840;
+      //   it releases lm_head's wte and the 48 weights, not wpe or wte's own module (their
+      //   post-backward hook never fires): 49 / 162,915,840 − 39,383,808.
       {0, 0, {{51, kNonPersistent + kWte}, kNone, kNone, {51, kNonPersistent + kWte}},
-       {{51, kNonPersistent + kWte}, kNone, kNone, {51, kNonPersistent + kWte}},
+       {{51, kNonPersistent + kWte}, kNone, kNone, {49, kNonPersistent + kWte - kEmbeddings}},
        // re-gathered: wte at lm_head in forward, then all of backward (N + wte again).
        kWte + kNonPersistent + kWte},
   };
