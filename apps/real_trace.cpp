@@ -43,7 +43,8 @@ void write_real_trace_json(const std::filesystem::path& path, const core::Scenar
     std::string name = kind_name(span.kind);
     int tid = span.kind == Kind::kGradientWork ? kReduce : span.kind == Kind::kOptimizer ? kCompute : kCommunication;
     if (span.kind == Kind::kForward || span.kind == Kind::kBackward || span.kind == Kind::kFetch) {
-      name += " " + scenario.model.modules[static_cast<std::size_t>(span.module)].display_name();
+      // append in two steps: `" " + string` trips GCC 12's -Wrestrict false positive at -O3
+      name.append(" ").append(scenario.model.modules[static_cast<std::size_t>(span.module)].display_name());
       args["module"] = span.module;
       tid = span.kind == Kind::kFetch ? kFetch : kCompute;
       if (span.kind == Kind::kFetch) args["phase"] = span.phase == core::Phase::kForward ? "forward" : "backward";
