@@ -141,7 +141,7 @@ int run_collective(const CollectiveOptions& o) {
   std::printf("# prefetchlab collective: NCCL tuner model of %s_perf on %s, %d ranks on %d node(s), %s; "
               "ring graph %d channels x %.1f GB/s\n",
               o.op.c_str(), profile.name.c_str(), o.ranks, nodes, model.path_description().c_str(),
-              model.ring_graph_channels(), model.ring_channel_bytes_per_s() / 1e9);
+              model.ring_graph(o.ranks, nodes).channels, model.ring_graph(o.ranks, nodes).channel_bytes_per_s / 1e9);
   std::printf("# nThread 1 nGpus %d minBytes %lld maxBytes %lld step: %d(factor) warmup iters: 0 iters: 1 agg iters: 1 validation: 0 graph: 0\n",
               o.ranks, static_cast<long long>(min_bytes), static_cast<long long>(max_bytes), o.factor);
   std::printf("#\n# Using devices\n");

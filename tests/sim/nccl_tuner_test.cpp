@@ -568,6 +568,14 @@ TEST(CollectiveCommand, PrintsNcclTestsLayout) {
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   const auto nvls = run_cli("collective --hardware a100-sxm-8x --op all_reduce --ranks 8 --algo nvls");
   EXPECT_EQ(nvls.exit_code, 2) << nvls.output;
+  // Tree is all-reduce only; across nodes the header names the graph on the NICs.
+  const auto tree_ag = run_cli("collective --hardware h100-sxm-cluster --op all_gather --ranks 16 --algo tree");
+  EXPECT_EQ(tree_ag.exit_code, 2) << tree_ag.output;
+  const auto tree = run_cli("collective --hardware h100-sxm-cluster --op all_reduce --ranks 256 -b 2GiB -e 2GiB --algo tree");
+  ASSERT_EQ(tree.exit_code, 0) << tree.output;
+  EXPECT_NE(tree.output.find("32 node(s)"), std::string::npos) << tree.output;
+  EXPECT_NE(tree.output.find("ring graph 8 channels x 48.0 GB/s"), std::string::npos) << tree.output;
+  EXPECT_NE(tree.output.find("2 GiB - 2 GiB: TREE/SIMPLE 8 channels"), std::string::npos) << tree.output;
 }
 
 TEST(NcclTestsLog, LauncherPrefixesAndOpDetection) {
