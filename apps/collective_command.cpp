@@ -99,15 +99,32 @@ int run_collective(const CollectiveOptions& o) {
   if (max_bytes < min_bytes) {
     throw core::InputError({"<command line>", 0}, "--max-bytes", "is below --min-bytes", "max >= min");
   }
+  struct Algo {
+    const char* name;
+    sim::AlgorithmFilter filter;
+    sim::NcclAlgorithm algorithm;
+  };
+  constexpr Algo kAlgos[] = {{"ring", sim::AlgorithmFilter::kRing, sim::NcclAlgorithm::kRing},
+                             {"tree", sim::AlgorithmFilter::kTree, sim::NcclAlgorithm::kTree},
+                             {"nvls", sim::AlgorithmFilter::kNvls, sim::NcclAlgorithm::kNvls},
+                             {"nvls_tree", sim::AlgorithmFilter::kNvlsTree, sim::NcclAlgorithm::kNvlsTree},
+                             {"pat", sim::AlgorithmFilter::kPat, sim::NcclAlgorithm::kPat}};
   sim::AlgorithmFilter filter = sim::AlgorithmFilter::kAuto;
-  if (o.algo == "ring") filter = sim::AlgorithmFilter::kRing;
-  if (o.algo == "nvls") filter = sim::AlgorithmFilter::kNvls;
+  std::optional<sim::NcclAlgorithm> only;
+  for (const Algo& a : kAlgos) {
+    if (o.algo == a.name) {
+      filter = a.filter;
+      only = a.algorithm;
+    }
+  }
   const sim::NcclTunerCostModel model(profile, profile.calibration);
-  if (filter == sim::AlgorithmFilter::kNvls &&
-      !model.nvls_available({kind, 0, o.ranks, nodes})) {
-    throw core::InputError({"<command line>", 0}, "--algo", "nvls is not available on " + profile.name +
-                               " (" + model.path_description() + ", " + std::to_string(nodes) + " node(s))",
-                           "ring, or NVSwitch hardware of Hopper or later on one node");
+  if (only && !model.available({kind, 0, o.ranks, nodes}, *only)) {
+    throw core::InputError({"<command line>", 0}, "--algo", o.algo + " is not available for " + o.op + " on " +
+                               profile.name + " (" + model.path_description() + ", " + std::to_string(o.ranks) +
+                               " ranks on " + std::to_string(nodes) + " node(s))",
+                           "ring; tree for all_reduce; nvls on one node of NVSwitch Hopper or later; nvls_tree "
+                           "the same across nodes for all_reduce; pat with one GPU per node for all_gather / "
+                           "reduce_scatter");
   }
 
   // nccl-tests' sizes: min, min*factor, ... up to max; count per rank for AG/RS.
@@ -124,7 +141,7 @@ int run_collective(const CollectiveOptions& o) {
   std::printf("# prefetchlab collective: NCCL tuner model of %s_perf on %s, %d ranks on %d node(s), %s; "
               "ring graph %d channels x %.1f GB/s\n",
               o.op.c_str(), profile.name.c_str(), o.ranks, nodes, model.path_description().c_str(),
-              model.ring_graph_channels(), model.ring_channel_bytes_per_s() / 1e9);
+              model.ring_graph(o.ranks, nodes).channels, model.ring_graph(o.ranks, nodes).channel_bytes_per_s / 1e9);
   std::printf("# nThread 1 nGpus %d minBytes %lld maxBytes %lld step: %d(factor) warmup iters: 0 iters: 1 agg iters: 1 validation: 0 graph: 0\n",
               o.ranks, static_cast<long long>(min_bytes), static_cast<long long>(max_bytes), o.factor);
   std::printf("#\n# Using devices\n");
@@ -176,8 +193,8 @@ CLI::App* add_collective_command(CLI::App& app, int* exit_code) {
   c->add_option("-e,--max-bytes", o->max_bytes, "largest size (nccl-tests -e; e.g. 8GiB)");
   c->add_option("-f,--factor", o->factor, "size multiplier between rows (nccl-tests -f)")
       ->check(CLI::Range(2, 1 << 20));
-  c->add_option("--algo", o->algo, "ring or nvls (default: NCCL's choice)")
-      ->check(CLI::IsMember({"auto", "ring", "nvls"}));
+  c->add_option("--algo", o->algo, "ring, tree, nvls, nvls_tree or pat (default: NCCL's choice)")
+      ->check(CLI::IsMember({"auto", "ring", "tree", "nvls", "nvls_tree", "pat"}));
   c->add_option("-d,--type", o->type, "element type (nccl-tests -d); default bfloat16");
   c->callback([o, exit_code] { *exit_code = run_guarded([&] { return run_collective(*o); }); });
   return c;

@@ -68,6 +68,16 @@ double device_to_host_bytes_per_s(const HardwareProfile& profile) {
       estimated_host_copy_bytes_per_s(profile.host_link));
 }
 
+double host_to_device_bidirectional_bytes_per_s(const HardwareProfile& profile) {
+  return profile.host_link.measured_bidirectional_host_to_device_bytes_per_s.value_or(
+      host_to_device_bytes_per_s(profile));
+}
+
+double device_to_host_bidirectional_bytes_per_s(const HardwareProfile& profile) {
+  return profile.host_link.measured_bidirectional_device_to_host_bytes_per_s.value_or(
+      device_to_host_bytes_per_s(profile));
+}
+
 std::optional<double> peak_dense_flops_per_s(const HardwareProfile& profile, DType dtype) {
   switch (dtype) {
     case DType::kBF16:

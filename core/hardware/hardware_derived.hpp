@@ -30,6 +30,10 @@ std::optional<double> network_bytes_per_s_per_gpu(const HardwareProfile& profile
 // rate times pcie_achievable_fraction.
 double host_to_device_bytes_per_s(const HardwareProfile& profile);
 double device_to_host_bytes_per_s(const HardwareProfile& profile);
+// The same while the opposite direction copies at once: the measured bidirectional rate when the
+// profile has one, else the one-way rate (PCIe is full duplex).
+double host_to_device_bidirectional_bytes_per_s(const HardwareProfile& profile);
+double device_to_host_bidirectional_bytes_per_s(const HardwareProfile& profile);
 
 // Peak dense (tensor-core for bf16/fp16) rate for a dtype. fp16 without its own value uses the
 // bf16 rate (equal on Ampere and later); fp32 without a value is nullopt (no guess).

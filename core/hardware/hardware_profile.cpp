@@ -183,6 +183,13 @@ HostLink read_host_link(const YamlSection& s) {
   if (const auto v = get_positive(s, "measured_device_to_host_gb_per_s", "GB/s, e.g. 55.06")) {
     link.measured_device_to_host_bytes_per_s = *v * kGigaBytesPerS;
   }
+  if (const auto v = get_positive(s, "measured_bidirectional_host_to_device_gb_per_s", "GB/s, e.g. 11.2")) {
+    link.measured_bidirectional_host_to_device_bytes_per_s = *v * kGigaBytesPerS;
+  }
+  if (const auto v = get_positive(s, "measured_bidirectional_device_to_host_gb_per_s", "GB/s, e.g. 25")) {
+    link.measured_bidirectional_device_to_host_bytes_per_s = *v * kGigaBytesPerS;
+  }
+  link.gpus_per_switch_uplink = get_small_int(s, "gpus_per_switch_uplink", 1, 64);
   s.finish();
   require_keys(s, {{"pcie_generation", "a whole number in [3, 6]"},
                    {"pcie_lanes", "one of 1, 2, 4, 8, 16"}});

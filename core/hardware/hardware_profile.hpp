@@ -47,6 +47,14 @@ struct HostLink {
   int pcie_lanes = 0;
   std::optional<double> measured_host_to_device_bytes_per_s;
   std::optional<double> measured_device_to_host_bytes_per_s;
+  // Copy-engine rate of one direction while the other direction copies at the same time
+  // (nvbandwidth's host_to_device_bidirectional_memcpy_ce / device_to_host_...). Absent: PCIe
+  // is full duplex, each direction keeps its one-way rate.
+  std::optional<double> measured_bidirectional_host_to_device_bytes_per_s;
+  std::optional<double> measured_bidirectional_device_to_host_bytes_per_s;
+  // GPUs behind one PCIe switch whose single uplink to the CPU they share (nvidia-smi topo -m
+  // shows PIX or PXB between them); 1 = every GPU has its own link to the CPU.
+  int gpus_per_switch_uplink = 1;
 };
 
 struct NetworkSpec {

@@ -108,8 +108,8 @@ pc::InputError load_error(const BadCase& bad) {
 TEST(HardwareProfile, EveryBundledProfileLoads) {
   const auto names = pc::bundled_hardware_names(kBundledDir);
   const std::vector<std::string> expected{
-      "a100-sxm-8x", "b200-sxm-8x",   "h100-sxm-8x",         "h100-sxm-cluster",
-      "h200-sxm-8x", "l40s-8x-pcie4", "rtx4000ada-2x-pcie4", "rtx4090-8x-pcie4-nop2p"};
+      "a100-sxm-8x",   "b200-sxm-8x",           "h100-sxm-8x",         "h100-sxm-cluster",      "h200-sxm-8x",
+      "l40s-8x-pcie4", "rtx2080ti-2x-pcie3-nop2p", "rtx4000ada-2x-pcie4", "rtx4090-8x-pcie4-nop2p"};
   EXPECT_EQ(names, expected);
   for (const auto& name : names) {
     SCOPED_TRACE(name);
@@ -198,6 +198,16 @@ TEST(HardwareDerived, HostToDevicePrefersMeasuredValue) {
   // No measurement: ~88% of Gen5 x16, ~80% of Gen4 x16.
   EXPECT_NEAR(pc::host_to_device_bytes_per_s(bundled("h100-sxm-8x")), 0.88 * 63.0 * kGB, 0.1 * kGB);
   EXPECT_NEAR(pc::host_to_device_bytes_per_s(bundled("a100-sxm-8x")), 0.80 * 31.5 * kGB, 0.1 * kGB);
+  // Both directions at once: the measured bidirectional rate, else the one-way rate (full duplex).
+  const auto rtx4090 = bundled("rtx4090-8x-pcie4-nop2p");
+  EXPECT_DOUBLE_EQ(pc::host_to_device_bidirectional_bytes_per_s(rtx4090), 11.24 * kGB);
+  EXPECT_DOUBLE_EQ(pc::device_to_host_bidirectional_bytes_per_s(rtx4090), pc::device_to_host_bytes_per_s(rtx4090));
+  EXPECT_DOUBLE_EQ(pc::host_to_device_bidirectional_bytes_per_s(h200), 55.43 * kGB);
+  EXPECT_EQ(rtx4090.host_link.gpus_per_switch_uplink, 1);
+  const auto rtx2080ti = bundled("rtx2080ti-2x-pcie3-nop2p");
+  EXPECT_EQ(rtx2080ti.host_link.gpus_per_switch_uplink, 2);
+  EXPECT_DOUBLE_EQ(pc::host_to_device_bytes_per_s(rtx2080ti), 12.2 * kGB);
+  EXPECT_DOUBLE_EQ(pc::device_to_host_bytes_per_s(rtx2080ti), 13.2 * kGB);
 }
 
 TEST(HardwareDerived, NetworkShareAndPeakFlops) {
@@ -246,6 +256,13 @@ TEST(HardwareProfileErrors, BadPcieGeneration) {
   load_error(
       {with_line(kPcieBox, 10, "  pcie_generation: 2"), 10, "intra_node_link.pcie_generation"});
   load_error({with_line(kNvlinkBox, 16, "  pcie_generation: 7"), 16, "host_link.pcie_generation"});
+}
+
+TEST(HardwareProfileErrors, BadHostLinkSharing) {
+  load_error({with_line(kNvlinkBox, 17, "  pcie_lanes: 16\n  gpus_per_switch_uplink: 0"), 18,
+              "host_link.gpus_per_switch_uplink"});
+  load_error({with_line(kNvlinkBox, 17, "  pcie_lanes: 16\n  measured_bidirectional_host_to_device_gb_per_s: -3"), 18,
+              "host_link.measured_bidirectional_host_to_device_gb_per_s"});
 }
 
 TEST(HardwareProfileErrors, BadPcieWidth) {
