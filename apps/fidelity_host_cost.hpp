@@ -26,9 +26,9 @@ struct HostQuery {
   bool includes_device_time = true;
 };
 
-// Microseconds per call. Today: the calibrated collective launch cost (collective_launch_us times
-// host_overhead_scale, what the simulator's rank host program pays per collective), plus the
-// collective's duration from the NCCL tuner model when the measurement includes it.
+// Microseconds per call: one torch-level collective call as the host-cost model prices it (see
+// fidelity_host_cost.cpp), plus the collective's duration from the NCCL tuner model when the
+// measurement includes it.
 double simulated_host_us(const core::HardwareProfile& profile, const core::CalibrationConstants& calibration,
                          const HostQuery& query);
 
