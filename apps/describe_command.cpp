@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "describe_costs.hpp"
 #include "core/input/closest_match.hpp"
 #include "core/model/model_config.hpp"
 #include "core/zero/persistence.hpp"
@@ -23,6 +24,8 @@ struct DescribeOptions {
   std::optional<std::int64_t> seq_len;
   std::optional<std::int64_t> micro_batch;
   std::vector<std::string> overrides;
+  bool costs = false;
+  std::string hardware;  // --hardware, for --costs on a bare model
 };
 
 std::string with_commas(std::int64_t value) {
@@ -54,6 +57,11 @@ struct DescribeInput {
   std::int64_t seq_len = 0;
   std::string origin;
   std::vector<std::string> notes;
+  // For --costs: the GPU and calibration the kernels are priced on.
+  std::optional<core::HardwareProfile> hardware;
+  core::CalibrationConstants calibration;
+  core::DType dtype = core::DType::kBF16;
+  core::AttentionImpl attention = core::AttentionImpl::kSdpa;
 };
 
 DescribeInput resolve_target(const DescribeOptions& options) {
@@ -71,6 +79,10 @@ DescribeInput resolve_target(const DescribeOptions& options) {
       input.seq_len = scenario.training.seq_len;
       input.origin = "scenario " + options.target;
       input.notes = scenario.notes;
+      input.hardware = scenario.cluster.hardware;
+      input.calibration = scenario.cluster.calibration;
+      input.dtype = scenario.training.dtype;
+      input.attention = scenario.training.attention;
     } else {
       model_path = options.target;
     }
@@ -96,6 +108,21 @@ DescribeInput resolve_target(const DescribeOptions& options) {
     input.max_positions = input.model.max_positions;
     input.seq_len = input.max_positions;  // a bare model: describe it at its full context
     input.origin = "model " + model_path.string() + " (DeepSpeed default thresholds)";
+  }
+  if (!options.hardware.empty()) {
+    const bool named = options.hardware.find('/') == std::string::npos && !options.hardware.ends_with(".yaml");
+    const std::filesystem::path file = named ? bundled.hardware_dir / (options.hardware + ".yaml")
+                                             : std::filesystem::path(options.hardware);
+    if (!std::filesystem::is_regular_file(file)) {
+      throw core::InputError({"--hardware", 0}, "hardware", "'" + options.hardware + "' is not a profile",
+                             "a bundled hardware profile name (hardware/*.yaml) or a profile path");
+    }
+    input.hardware = core::load_hardware_profile(file);
+    input.calibration = input.hardware->calibration;
+  }
+  if (options.costs && !input.hardware) {
+    throw core::InputError({"--costs", 0}, "costs", "needs a GPU to price kernels on",
+                           "a scenario, or --hardware NAME with a model");
   }
   if (options.micro_batch) input.micro_batch = *options.micro_batch;
   if (options.seq_len) {
@@ -151,6 +178,11 @@ int describe(const DescribeOptions& options) {
             << " (tied weights counted once)\npersistent parameters: " << with_commas(persistent_numel)
             << "\nforward FLOPs per micro-batch: "
             << flops_text(model.forward_flops(input.micro_batch, input.seq_len)) << "\n";
+  if (options.costs) {
+    CostsInput costs{&model, &*input.hardware, input.calibration, input.dtype, input.attention,
+                     input.micro_batch, input.seq_len};
+    print_compute_costs(costs, std::cout);
+  }
   return kExitOk;
 }
 
@@ -167,6 +199,9 @@ CLI::App* add_describe_command(CLI::App& app, int* exit_code) {
   command->add_option("--micro-batch", options->micro_batch, "sequences per micro-batch for FLOPs")
       ->check(CLI::PositiveNumber);
   command->add_option("--set", options->overrides, "override a scenario key: key.path=value");
+  command->add_flag("--costs", options->costs,
+                    "also print where compute time goes: one layer's kernels, forward and backward, and totals by kind");
+  command->add_option("--hardware", options->hardware, "GPU profile to price --costs on (bundled name or path)");
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return describe(*options); }); });
   return command;
 }

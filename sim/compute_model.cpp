@@ -11,11 +11,6 @@
 namespace prefetchlab::sim {
 namespace {
 
-// Flash-style attention backward ~2.5x its forward (5 vs 2 matmuls, Dao et al. 2022; an estimate),
-// split over the two backward kernels this model charges.
-constexpr double kAttentionBackwardPerKernel = 2.5 / 2.0;
-constexpr int kBackwardKernels = 2;
-
 // Bytes per element of fp32 Adam state traffic in the fused update: read param, grad, m, v
 // (4 x 4), write param, m, v (3 x 4). See optimizer_step_ns in the header.
 constexpr std::int64_t kFusedAdamBytes = 16 + 12;
@@ -25,6 +20,12 @@ constexpr std::int64_t kFp32Bytes = 4;
 constexpr double kGemmShapeExponent = 1.496;
 constexpr double kGemmHalfVolume = 2.54e9;  // M*N*K at which an H100 reaches half its plateau
 constexpr double kGemmReferenceSms = 132;   // H100 SXM, the GPU of the sweep
+
+// Attention sequence-length fit (see attention_seq_fraction in the header).
+constexpr double kAttentionHalfSeqForward = 412;
+constexpr double kAttentionExponentForward = 1.30;
+constexpr double kAttentionHalfSeqBackward = 277;
+constexpr double kAttentionExponentBackward = 1.12;
 
 TimeNs to_ns(double seconds) {
   const double ns = std::round(seconds * 1e9);
@@ -53,10 +54,14 @@ ComputeModel::ComputeModel(const core::HardwareProfile& profile,
         "the GPU's fp32 rate in TFLOPS in the hardware profile, or dtype bf16");
   }
   if (profile.gpu.memory_bandwidth_bytes_per_s <= 0 || calibration.gemm_efficiency <= 0 ||
+      calibration.attention_efficiency <= 0 || calibration.attention_backward_efficiency <= 0 ||
       calibration.memory_efficiency <= 0 || calibration.compute_time_scale < 0) {
     throw std::invalid_argument("ComputeModel needs positive peaks and efficiencies");
   }
   effective_flops_per_s_ = *peak * calibration.gemm_efficiency;
+  attention_flops_per_s_ = *peak * calibration.attention_efficiency;
+  attention_backward_flops_per_s_ = *peak * calibration.attention_backward_efficiency;
+  kernel_gap_ns_ = calibration.kernel_gap_ns;
   gemm_half_volume_ = calibration.gemm_half_volume_mnk ? *calibration.gemm_half_volume_mnk :
       kGemmHalfVolume * (profile.gpu.sm_count > 0 ? profile.gpu.sm_count / kGemmReferenceSms : 1.0);
   effective_memory_bytes_per_s_ =
@@ -85,34 +90,96 @@ TimeNs ComputeModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k) con
   return kernel_ns_at(2.0 * mnk, 0, gemm_shape_fraction(mnk));
 }
 
-double ComputeModel::module_shape_fraction(const core::ModuleSpec& module,
-                                           std::int64_t micro_batch, std::int64_t seq_len) const {
-  if (module.class_name != "Linear" && module.class_name != "Conv1D") return 1.0;
-  // linear_costs: per-token FLOPs = 2 * in * out, so N*K = per_token / 2.
-  const double tokens = static_cast<double>(micro_batch) * static_cast<double>(seq_len);
-  return gemm_shape_fraction(tokens * static_cast<double>(module.forward_flops.per_token) / 2.0);
+double ComputeModel::attention_seq_fraction(std::int64_t seq_len, bool backward) {
+  if (seq_len <= 0) return 1.0;
+  const double half = backward ? kAttentionHalfSeqBackward : kAttentionHalfSeqForward;
+  const double exponent = backward ? kAttentionExponentBackward : kAttentionExponentForward;
+  return 1.0 / (1.0 + std::pow(half / static_cast<double>(seq_len), exponent));
+}
+
+double ComputeModel::gemm_fraction(const core::KernelSpec& kernel, std::int64_t micro_batch,
+                                   std::int64_t seq_len) const {
+  const core::TokenScaled& v = kernel.gemm_volume;
+  const double b = static_cast<double>(micro_batch);
+  const double s = static_cast<double>(seq_len);
+  const double volume = static_cast<double>(v.fixed) +
+                        b * s * (static_cast<double>(v.per_token) + static_cast<double>(v.per_token_per_position) * s);
+  return gemm_shape_fraction(volume);
+}
+
+TimeNs ComputeModel::kernel_forward_ns(const core::KernelSpec& kernel, std::int64_t micro_batch,
+                                       std::int64_t seq_len) const {
+  const double flops = static_cast<double>(kernel.flops.at(micro_batch, seq_len));
+  const double bytes = static_cast<double>(kernel.bytes.at(micro_batch, seq_len));
+  switch (kernel.kind) {
+    case core::KernelKind::kGemm: return kernel_ns_at(flops, bytes, gemm_fraction(kernel, micro_batch, seq_len));
+    case core::KernelKind::kAttention:
+      return kernel_ns_at(flops, bytes,
+                          attention_flops_per_s_ / effective_flops_per_s_ * attention_seq_fraction(seq_len, false));
+    case core::KernelKind::kMemory: return kernel_ns_at(flops, bytes, 1.0);
+  }
+  throw std::logic_error("kernel_forward_ns: unknown KernelKind");
+}
+
+TimeNs ComputeModel::kernel_backward_ns(const core::KernelSpec& kernel, std::int64_t micro_batch,
+                                        std::int64_t seq_len) const {
+  if (kernel.backward_kernels <= 0) return 0;
+  const double flops = kernel.backward_flops_factor * static_cast<double>(kernel.flops.at(micro_batch, seq_len));
+  const double bytes = kernel.backward_bytes_factor * static_cast<double>(kernel.bytes.at(micro_batch, seq_len));
+  switch (kernel.kind) {
+    // dgrad and wgrad have the forward GEMM's M*N*K, so the same shape efficiency.
+    case core::KernelKind::kGemm: return kernel_ns_at(flops, bytes, gemm_fraction(kernel, micro_batch, seq_len));
+    case core::KernelKind::kAttention:
+      return kernel_ns_at(flops, bytes,
+                          attention_backward_flops_per_s_ / effective_flops_per_s_ *
+                              attention_seq_fraction(seq_len, true));
+    case core::KernelKind::kMemory: return kernel_ns_at(flops, bytes, 1.0);
+  }
+  throw std::logic_error("kernel_backward_ns: unknown KernelKind");
+}
+
+TimeNs ComputeModel::stream_ns(const std::vector<TimeNs>& kernel_ns) const {
+  if (compute_time_scale_ == 0) return 0;  // the free-compute what-if: no device time at all
+  const TimeNs launch_ns = host_.kernel_launch_ns();
+  TimeNs end_ns = 0;
+  for (std::size_t i = 0; i < kernel_ns.size(); ++i) {
+    const TimeNs issued_ns = static_cast<TimeNs>(i) * launch_ns;
+    const TimeNs ready_ns = i == 0 ? 0 : end_ns + kernel_gap_ns_;
+    end_ns = std::max(issued_ns, ready_ns) + kernel_ns[i];
+  }
+  return end_ns;
 }
 
 TimeNs ComputeModel::module_forward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
                                        std::int64_t seq_len) const {
-  return kernel_ns_at(static_cast<double>(module.forward_flops.at(micro_batch, seq_len)),
-                      static_cast<double>(module.forward_bytes.at(micro_batch, seq_len)),
-                      module_shape_fraction(module, micro_batch, seq_len));
+  std::vector<TimeNs> durations;
+  durations.reserve(module.kernels.size());
+  for (const auto& kernel : module.kernels) durations.push_back(kernel_forward_ns(kernel, micro_batch, seq_len));
+  return stream_ns(durations);
 }
 
 TimeNs ComputeModel::module_backward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
                                         std::int64_t seq_len) const {
-  const double flops = static_cast<double>(module.forward_flops.at(micro_batch, seq_len));
-  // The s^2 terms of TokenScaled are the attention core's (model_spec.hpp).
-  const double attention_flops = static_cast<double>(micro_batch) * static_cast<double>(seq_len) *
-                                 static_cast<double>(seq_len) *
-                                 static_cast<double>(module.forward_flops.per_token_per_position);
-  const double per_kernel_flops =
-      flops - attention_flops + kAttentionBackwardPerKernel * attention_flops;
-  const double bytes = static_cast<double>(module.forward_bytes.at(micro_batch, seq_len));
-  // dgrad and wgrad have the forward GEMM's M*N*K, so the same shape efficiency.
-  return kBackwardKernels *
-         kernel_ns_at(per_kernel_flops, bytes, module_shape_fraction(module, micro_batch, seq_len));
+  // A kernel's backward kernels are charged as equal parts of its backward time, in the reverse
+  // order of the forward (autograd's).
+  std::vector<TimeNs> durations;
+  for (auto it = module.kernels.rbegin(); it != module.kernels.rend(); ++it) {
+    const int count = it->backward_kernels;
+    if (count <= 0) continue;
+    const TimeNs total = kernel_backward_ns(*it, micro_batch, seq_len);
+    for (int i = 0; i < count; ++i) durations.push_back(total / count + (i < total % count ? 1 : 0));
+  }
+  return stream_ns(durations);
+}
+
+std::int64_t ComputeModel::forward_kernel_count(const core::ModuleSpec& module) {
+  return static_cast<std::int64_t>(module.kernels.size());
+}
+
+std::int64_t ComputeModel::backward_kernel_count(const core::ModuleSpec& module) {
+  std::int64_t count = 0;
+  for (const auto& kernel : module.kernels) count += std::max(0, kernel.backward_kernels);
+  return count;
 }
 
 TimeNs ComputeModel::copy_ns(std::int64_t bytes) const {

@@ -5,13 +5,15 @@
 // memory traffic at peak bandwidth times memory_efficiency (a roofline with two measured
 // ceilings: core/hardware/calibration.hpp names their sources), then times
 // compute_time_scale. Durations are rounded to the nearest ns (std::llround: deterministic).
-// GEMMs (Linear / Conv1D modules) reach gemm_efficiency only when large: their FLOP ceiling is
+// Each module's own work is the kernels PyTorch eager runs for it (core/model/module_costs.hpp),
+// priced one by one. GEMMs reach gemm_efficiency only when large: their FLOP ceiling is
 // scaled by gemm_shape_fraction(M*N*K), fitted to an H100 BF16 torch.matmul sweep
 // (zzc0721/torch-performance-test-data #79: 176.6 / 676.6 / 788.7 / 797.5 TFLOPS at
 // 1024^3 / 2048^3 / 4096^3 / 8192^3). Memory-bound kernels are bytes over bandwidth.
 // Not here: slow-down while collectives run on the same GPU (contention, see World).
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/hardware/calibration.hpp"
 #include "core/hardware/hardware_profile.hpp"
@@ -42,23 +44,35 @@ class ComputeModel {
   // One GEMM (M x K) x (K x N): 2MNK FLOPs at the shape's efficiency; memory traffic ignored.
   TimeNs gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k) const;
 
-  // A module's own forward work (children excluded) as one kernel. For a Linear / Conv1D module
-  // the GEMM is M = micro_batch * seq_len tokens by its weight's in x out (= per-token FLOPs / 2,
-  // the ParamSpec's gemm_in x gemm_out), so its FLOPs run at gemm_shape_fraction of the ceiling.
+  // One kernel of a module's own work (core/model/kernel_spec.hpp), forward, and what autograd
+  // runs for it in backward (its backward kernels together, without launch gaps):
+  //   gemm       FLOPs at gemm_efficiency x gemm_shape_fraction(its volume), or its bytes;
+  //   attention  FLOPs at attention_efficiency (backward: attention_backward_efficiency) x
+  //              attention_seq_fraction(s), or its bytes;
+  //   memory     bytes at the memory ceiling, or its FLOPs at the dense ceiling.
+  TimeNs kernel_forward_ns(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
+  TimeNs kernel_backward_ns(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
+
+  // Fraction of the attention plateau a fused attention kernel reaches at sequence length s:
+  // 1 / (1 + (s0 / s)^p), the least-squares fit of FlashAttention-2's H100 curve (head dim 128,
+  // 512 to 16k tokens: forward causal 191..335 TFLOPS, s0 = 412, p = 1.30; backward 214..322,
+  // s0 = 277, p = 1.12; Shah et al. 2024, arXiv:2407.08608, figures 5 and 6); within 3% of each
+  // point. Short sequences leave more of the causal diagonal's blocks half-empty.
+  static double attention_seq_fraction(std::int64_t seq_len, bool backward);
+
+  // A module's own work (children excluded) on the compute stream: its kernels back to back,
+  // each kernel_gap after the previous one, and none before the host issued it (one launch per
+  // kernel, kernel_launch_ns apart, the first at 0): so a module of many small kernels is as
+  // slow as the host that issues them. The simulator launches it as one span of this length;
+  // when the stream is still busy with earlier work the host-issue stalls it includes would
+  // have been hidden (an overestimate only where both the host and the device are the limit).
   TimeNs module_forward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
                            std::int64_t seq_len) const;
-  // A module's own backward work, modelled as two kernels, each with the forward's memory
-  // traffic and the forward's FLOPs, except the attention core (the s^2 terms), whose FLOPs
-  // count 1.25x in each:
-  //  - matmuls: grad wrt input + grad wrt weight, each a GEMM of the forward's size (backward
-  //    is 2x forward for every matmul: Narayanan et al. 2021, arXiv:2104.04473);
-  //  - attention core: a flash-style backward is ~2.5x its forward (5 vs 2 matmuls in
-  //    FlashAttention's algorithm, Dao et al. 2022, arXiv:2205.14135; an estimate);
-  //  - memory-bound parts: read the saved input and the output gradient, write the input
-  //    gradient: ~2x the forward's traffic (the same read-one-write-one shape twice).
-  // So backward >= 2x forward, exactly 2x for a module without attention.
   TimeNs module_backward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
                             std::int64_t seq_len) const;
+  // How many kernels the host launches for the module's own forward and backward.
+  static std::int64_t forward_kernel_count(const core::ModuleSpec& module);
+  static std::int64_t backward_kernel_count(const core::ModuleSpec& module);
 
   // Device-to-device copy of `bytes`: reads and writes each byte once.
   TimeNs copy_ns(std::int64_t bytes) const;
@@ -88,11 +102,15 @@ class ComputeModel {
 
  private:
   TimeNs kernel_ns_at(double flops, double bytes, double shape_fraction) const;
-  double module_shape_fraction(const core::ModuleSpec& module, std::int64_t micro_batch,
-                               std::int64_t seq_len) const;
+  double gemm_fraction(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
+  // Kernels of these durations issued kernel_launch apart, run back to back kernel_gap apart.
+  TimeNs stream_ns(const std::vector<TimeNs>& kernel_ns) const;
 
   double gemm_half_volume_ = 0;  // v0, scaled by the GPU's SMs
   double effective_flops_per_s_ = 0;
+  double attention_flops_per_s_ = 0;
+  double attention_backward_flops_per_s_ = 0;
+  TimeNs kernel_gap_ns_ = 0;
   double effective_memory_bytes_per_s_ = 0;
   double compute_time_scale_ = 1;
   double copy_time_scale_ = 1;

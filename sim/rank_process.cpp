@@ -423,6 +423,13 @@ HostTask RankProcess::fetch_hook(int module, core::Phase phase) {
   host_span(shared_.label_hook_fetch, hook_start);
 }
 
+HostTask RankProcess::launch_own_work(std::int64_t kernels, TimeNs device_ns, std::int32_t label) {
+  const TimeNs launch_ns = shared_.compute->host().kernel_launch_ns();
+  co_await spend(launch_ns);
+  launch_kernel(compute_, noisy_compute_ns(device_ns), label);
+  if (kernels > 1) co_await spend((kernels - 1) * launch_ns);
+}
+
 HostTask RankProcess::forward(int module) {
   if (skipped(module)) co_return;
   const auto& compute = *shared_.compute;
@@ -431,10 +438,12 @@ HostTask RankProcess::forward(int module) {
   const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
   for (const int child : spec.children) co_await forward(child);
 
-  // The module's own work runs after its children (containers: residual adds, attention core).
-  co_await spend(compute.host().kernel_launch_ns());
-  launch_kernel(compute_, noisy_compute_ns(shared_.forward_ns[static_cast<std::size_t>(module)]),
-                shared_.forward_label[static_cast<std::size_t>(module)]);
+  // The module's own work runs after its children (containers: residual adds, attention core):
+  // the host launches its kernels one by one; the compute stream runs them as one span
+  // (ComputeModel::module_forward_ns), which starts after the first launch.
+  co_await launch_own_work(shared_.forward_kernels[static_cast<std::size_t>(module)],
+                           shared_.forward_ns[static_cast<std::size_t>(module)],
+                           shared_.forward_label[static_cast<std::size_t>(module)]);
   // What the module saves for backward stays allocated until its backward ran. Under
   // checkpointing a layer keeps only its input in the first forward; its modules save their
   // activations when backward re-runs the layer.
@@ -479,9 +488,9 @@ HostTask RankProcess::backward(int module) {
 
   // Own backward (data and weight gradients), then this module's gradient hooks; children
   // follow in reverse execution order (autograd order).
-  co_await spend(compute.host().kernel_launch_ns());
-  launch_kernel(compute_, noisy_compute_ns(shared_.backward_ns[static_cast<std::size_t>(module)]),
-                shared_.backward_label[static_cast<std::size_t>(module)]);
+  co_await launch_own_work(shared_.backward_kernels[static_cast<std::size_t>(module)],
+                           shared_.backward_ns[static_cast<std::size_t>(module)],
+                           shared_.backward_label[static_cast<std::size_t>(module)]);
   if (auto& saved = activation_block_[static_cast<std::size_t>(module)]) {
     memory_->free(*saved, engine_.now_ns());  // compute stream: reusable by later kernels at once
     saved.reset();

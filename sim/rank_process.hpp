@@ -92,6 +92,8 @@ struct SharedRankContext {
   SharedCores* shared_cores = nullptr;  // contention_model: shared_cores (else contention factors)
   std::vector<TimeNs> forward_ns;   // per module, own work
   std::vector<TimeNs> backward_ns;  // per module, own work
+  std::vector<std::int64_t> forward_kernels;   // per module, kernels its own forward launches
+  std::vector<std::int64_t> backward_kernels;  // per module, kernels its own backward launches
   std::vector<std::int64_t> activation_bytes;  // per module, saved for backward
   // Activation checkpointing: the transformer layers (units) and the modules inside them.
   std::vector<bool> checkpoint_unit;
@@ -163,6 +165,9 @@ class RankProcess final : public StreamObserver {
 
   HostTask run_iteration(std::int32_t iteration);
   HostTask fetch_hook(int module, core::Phase phase);
+  // Launches a module's own work: `kernels` launches on the host, one span of `device_ns` on
+  // the compute stream after the first.
+  HostTask launch_own_work(std::int64_t kernels, TimeNs device_ns, std::int32_t label);
   HostTask forward(int module);
   HostTask backward(int module);
   TimeNs release_host_ns(int module, const core::Plan& release_plan) const;

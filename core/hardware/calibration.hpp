@@ -21,7 +21,9 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/input/yaml_section.hpp"
 
@@ -41,6 +43,17 @@ struct CalibrationConstants {
   // ~1.355 of 1.555 TB/s = 0.87 (PTsolvers/gpu-workshop-JuliaCon23 #7); the only such
   // measurement at hand, used for every GPU until calibrated.
   double memory_efficiency = 0.87;
+  // Fraction of the dense tensor peak a fused attention kernel reaches at long sequences
+  // (FlashAttention-2: what torch's sdpa runs for 16-bit inputs, and the flash-attn package),
+  // forward and backward; shorter sequences reach less (sim/compute_model.hpp).
+  // default_attention_efficiency() picks the measured one for the GPU.
+  double attention_efficiency = 0.5;
+  double attention_backward_efficiency = 0.45;
+  // Device idle time between two back-to-back kernels of one stream when the host is ahead
+  // (the next kernel's launch after the previous one retires). NVIDIA's CUDA Graphs post
+  // (developer.nvidia.com/blog/cuda-graphs, 2019) measured a ~2.9 us kernel taking 3.8 us per
+  // kernel when launched back to back in a stream: ~1 us per kernel.
+  std::int64_t kernel_gap_ns = 1'000;
   // What-if multiplier on every kernel's duration: 0 = free compute, 2 = twice as slow.
   double compute_time_scale = 1.0;
   // What-if multiplier on the buffer copies around collectives (all-gather copy-in/copy-out,
@@ -199,6 +212,11 @@ struct CalibrationConstants {
   // CPU loop with a sqrt and divisions per element, ~4x faster than its 42 bytes at the
   // measured memory-pass rate would allow).
   std::optional<double> device_adam_elements_per_s;
+
+  // The YAML keys above whose value is a default estimate: no measurement for this GPU, and
+  // neither the profile nor the scenario set them. Results resting on them say so (run,
+  // compare and tune print them; summary.json lists them under `uncalibrated`).
+  std::vector<std::string> uncalibrated;
 };
 
 // The DeepSpeed host terms (the host_*_ns fields), in declaration order: the YAML key (in us),
@@ -216,7 +234,16 @@ std::span<const HostTerm> host_terms();
 // those measurements, to be calibrated.
 double default_gemm_efficiency(std::string_view gpu_model);
 
-// Defaults for a GPU: CalibrationConstants{} with default_gemm_efficiency(gpu_model).
+// FlashAttention-2's measured fraction of the dense peak for the named GPU, forward and backward
+// (head dim 128, long sequences). nullopt: no measurement at hand.
+struct AttentionEfficiency {
+  double forward = 0;
+  double backward = 0;
+};
+std::optional<AttentionEfficiency> measured_attention_efficiency(std::string_view gpu_model);
+
+// Defaults for a GPU: CalibrationConstants{} with the GPU's measured GEMM and attention
+// efficiencies where they exist, and `uncalibrated` naming the keys that rest on estimates.
 CalibrationConstants default_calibration(std::string_view gpu_model);
 
 // Reads a `calibration:` mapping over `base`: every key present replaces base's value, the rest

@@ -1,6 +1,6 @@
 // BertModel / BertForQuestionAnswering / BertForMaskedLM as in Hugging Face transformers
-// v4.46.3 (models/bert/modeling_bert.py, attn_implementation "sdpa" -> BertSdpaSelfAttention,
-// absolute position embeddings). The task-head classes build BertModel(add_pooling_layer=False).
+// v4.46.3 (models/bert/modeling_bert.py, attn_implementation eager or sdpa (BERT has no
+// flash_attention_2 there: the scenario rejects it), absolute position embeddings). The task-head classes build BertModel(add_pooling_layer=False).
 #include <string>
 
 #include "core/model/model_builders.hpp"
@@ -8,7 +8,8 @@
 
 namespace prefetchlab::core {
 
-ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, DType dtype) {
+ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, DType dtype,
+                           AttentionImpl attention) {
   ModelSpec spec = model_spec_header(config, name, false);
 
   ModuleTreeBuilder b(spec, dtype);
@@ -79,12 +80,12 @@ ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, D
   auto dropout = [&](const std::string& module) {
     b.leaf(module, "Dropout", dropout_costs(h, e).saving(h));  // mask sbh
   };
-  const ModuleCosts residual_add = elementwise_costs(h, 1, 2, e);
+  const ModuleCosts residual_add = residual_add_costs(h, e);
 
   switch (config.head) {
     case ModelHead::kQa: b.begin("", "BertForQuestionAnswering"); break;
     // Root own work: the MLM loss (CrossEntropyLoss on the logits in their own dtype).
-    case ModelHead::kMlm: b.begin("", "BertForMaskedLM", cross_entropy_costs(v, e, e)); break;
+    case ModelHead::kMlm: b.begin("", "BertForMaskedLM", cross_entropy_costs(v, e, false)); break;
     default: break;
   }
   b.begin(base, "BertModel");
@@ -105,15 +106,31 @@ ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, D
     const std::string p = layer_prefix(i);
     b.begin(p, "BertLayer");
     b.begin(p + ".attention", "BertAttention");
-    // Own work: the sdpa core. Saved (Korthikanti's unfused accounting): Q and K 4sbh, V 2sbh,
-    // softmax output 2as^2b, its dropout mask as^2b, dropout output 2as^2b.
-    // BertSdpaSelfAttention passes the dropout probability to sdpa and never calls its
-    // registered `dropout` module: left out.
-    b.begin(p + ".attention.self", "BertSdpaSelfAttention",
-            attention_core_costs(h, h, false, e).saving(6 * h, 5 * a));
-    linear(p + ".attention.self.query", h, h, 2 * h);  // saves the shared q/k/v input (2sbh)
-    linear(p + ".attention.self.key", h, h, 0);
-    linear(p + ".attention.self.value", h, h, 0);
+    AttentionShape shape;
+    shape.hidden = h;
+    shape.kv_dim = h;
+    shape.heads = a;
+    shape.causal = false;
+    if (attention == AttentionImpl::kEager) {
+      // BertSelfAttention: QK^T, / sqrt(d), + the extended attention mask, softmax, its
+      // `dropout` module (hooks fire), PV. Saved (Korthikanti's accounting): Q and K 4sbh, V
+      // 2sbh, softmax output 2as^2b; the dropout module its mask as^2b and output 2as^2b.
+      b.begin(p + ".attention.self", "BertSelfAttention",
+              attention_core_costs(attention, shape, e).saving(6 * h, 2 * a));
+      linear(p + ".attention.self.query", h, h, 2 * h);  // saves the shared q/k/v input (2sbh)
+      linear(p + ".attention.self.key", h, h, 0);
+      linear(p + ".attention.self.value", h, h, 0);
+      b.leaf(p + ".attention.self.dropout", "Dropout", attention_dropout_costs(a, e).saving(0, 3 * a));
+    } else {
+      // BertSdpaSelfAttention passes the dropout probability to sdpa and never calls its
+      // registered `dropout` module. Saved: Q, K, V 6sbh, the output 2sbh, the log-sum-exp.
+      shape.dropout = true;
+      b.begin(p + ".attention.self", "BertSdpaSelfAttention",
+              attention_core_costs(AttentionImpl::kSdpa, shape, e).saving(8 * h + 4 * a));
+      linear(p + ".attention.self.query", h, h, 2 * h);  // saves the shared q/k/v input (2sbh)
+      linear(p + ".attention.self.key", h, h, 0);
+      linear(p + ".attention.self.value", h, h, 0);
+    }
     b.end();
     // BertSelfOutput.forward: dense, dropout, LayerNorm(x + residual).
     b.begin(p + ".attention.output", "BertSelfOutput", residual_add);
@@ -127,7 +144,7 @@ ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, D
     linear(p + ".intermediate.dense", h, f, 2 * h);  // first-linear input 2sbh
     // erf GeLU (~8 FLOPs/element); saves its input 2sbf (8sbh at f = 4h).
     b.leaf(p + ".intermediate.intermediate_act_fn", "GELUActivation",
-           elementwise_costs(f, 8, 1, e).saving(2 * f));
+           activation_costs("gelu", f, 8, e).saving(2 * f));
     b.end();
     b.begin(p + ".output", "BertOutput", residual_add);
     linear(p + ".output.dense", f, h, 2 * f);  // GeLU output 2sbf
@@ -140,13 +157,15 @@ ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, D
   if (pooler) {
     // BertPooler works on the first token of each sequence only: b rows, a per-sequence cost
     // TokenScaled cannot express, so it is charged once (as for b = 1); it is tiny.
-    ModuleCosts dense = linear_costs(h, h, true, e);
-    dense.forward_flops = TokenScaled{2 * h * h, 0, 0};
-    dense.forward_bytes.per_token = 0;
+    const ModuleCosts dense = linear_per_sequence_costs(h, h, e);
+    KernelSpec tanh_kernel;
+    tanh_kernel.op = "tanh";
+    tanh_kernel.flops.fixed = 4 * h;
+    tanh_kernel.bytes.fixed = 2 * h * e;
+    ModuleCosts tanh;
+    tanh.kernels = {tanh_kernel};
     b.begin("pooler", "BertPooler");
     b.leaf("pooler.dense", "Linear", dense, ids("pooler.dense"));
-    ModuleCosts tanh;
-    tanh.forward_flops.fixed = 4 * h;
     b.leaf("pooler.activation", "Tanh", tanh);
     b.end();
   }
@@ -163,7 +182,7 @@ ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, D
     b.begin("cls.predictions.transform", "BertPredictionHeadTransform");
     linear("cls.predictions.transform.dense", h, h, 2 * h);
     b.leaf("cls.predictions.transform.transform_act_fn", "GELUActivation",
-           elementwise_costs(h, 8, 1, e).saving(2 * h));
+           activation_costs("gelu", h, 8, e).saving(2 * h));
     layer_norm("cls.predictions.transform.LayerNorm");
     b.end();
     const int weight_id = b.param(tied ? n("embeddings.word_embeddings.weight")

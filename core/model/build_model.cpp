@@ -36,12 +36,13 @@ void mark_token_id_modules(ModelSpec& model) {
 
 }  // namespace
 
-ModelSpec build_model(const ModelConfig& config, const std::string& name, DType dtype) {
+ModelSpec build_model(const ModelConfig& config, const std::string& name, DType dtype,
+                      AttentionImpl attention) {
   ModelSpec model;
   switch (config.architecture) {
-    case Architecture::kGpt2: model = build_gpt2_model(config, name, dtype); break;
-    case Architecture::kBert: model = build_bert_model(config, name, dtype); break;
-    case Architecture::kLlama: model = build_llama_model(config, name, dtype); break;
+    case Architecture::kGpt2: model = build_gpt2_model(config, name, dtype, attention); break;
+    case Architecture::kBert: model = build_bert_model(config, name, dtype, attention); break;
+    case Architecture::kLlama: model = build_llama_model(config, name, dtype, attention); break;
     default: throw std::logic_error("build_model: unknown architecture");
   }
   mark_token_id_modules(model);

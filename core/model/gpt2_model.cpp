@@ -1,5 +1,5 @@
 // GPT2LMHeadModel as in Hugging Face transformers v4.46.3 (models/gpt2/modeling_gpt2.py,
-// attn_implementation "sdpa" -> GPT2SdpaAttention). Conv1D weights are (in, out) with bias.
+// attn_implementation eager | sdpa | flash_attention_2). Conv1D weights are (in, out) with bias.
 #include <string>
 
 #include "core/model/model_builders.hpp"
@@ -7,7 +7,8 @@
 
 namespace prefetchlab::core {
 
-ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, DType dtype) {
+ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, DType dtype,
+                           AttentionImpl attention) {
   ModelSpec spec = model_spec_header(config, name, true);
 
   ModuleTreeBuilder b(spec, dtype);
@@ -63,23 +64,39 @@ ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, D
     b.leaf(module, "Dropout", dropout_costs(h, e).saving(h));
   };
 
-  // Root own work: the causal-LM loss (HF's loss upcasts logits to fp32).
-  b.begin("", "GPT2LMHeadModel", cross_entropy_costs(v, e, 4));
-  b.begin("transformer", "GPT2Model", elementwise_costs(h, 1, 2, e));  // wte + wpe
+  // Root own work: the causal-LM loss (HF's ForCausalLMLoss upcasts logits to fp32).
+  b.begin("", "GPT2LMHeadModel", cross_entropy_costs(v, e, true));
+  b.begin("transformer", "GPT2Model", residual_add_costs(h, e));  // wte + wpe
   b.leaf("transformer.wte", "Embedding", embedding_costs(h, e), {b.param("transformer.wte.weight")});
   b.leaf("transformer.wpe", "Embedding", embedding_costs(h, e), {b.param("transformer.wpe.weight")});
   dropout("transformer.drop");
+  AttentionShape shape;
+  shape.hidden = h;
+  shape.kv_dim = h;
+  shape.heads = a;
+  shape.causal = true;
+  shape.mask_by_where = true;  // torch.where(causal_mask, scores, finfo.min)
+  const bool eager = attention == AttentionImpl::kEager;
   // transformer.h (ModuleList) is only iterated, never called: its hooks never fire.
   for (std::int64_t i = 0; i < config.num_layers; ++i) {
     const std::string p = block_prefix(i);
-    b.begin(p, "GPT2Block", elementwise_costs(h, 1, 2, e) + elementwise_costs(h, 1, 2, e));
+    b.begin(p, "GPT2Block", residual_add_costs(h, e) + residual_add_costs(h, e));
     layer_norm(p + ".ln_1");
-    // Own work: the sdpa core. Saved (Korthikanti's unfused accounting): Q and K 4sbh, V 2sbh,
-    // softmax output 2as^2b, its dropout mask as^2b, dropout output 2as^2b.
-    // GPT2SdpaAttention passes attn_dropout.p to sdpa and never calls attn_dropout: left out.
-    b.begin(p + ".attn", "GPT2SdpaAttention",
-            attention_core_costs(h, h, true, e).saving(6 * h, 5 * a));
-    conv(p + ".attn.c_attn", h, 3 * h, 2 * h);  // QKV input 2sbh
+    if (eager) {
+      // GPT2Attention._attn: QK^T, / sqrt(d), where-mask, softmax, attn_dropout (a module whose
+      // hooks fire), PV. Saved (Korthikanti's accounting): Q and K 4sbh, V 2sbh, softmax output
+      // 2as^2b, dropout mask as^2b, dropout output 2as^2b.
+      b.begin(p + ".attn", "GPT2Attention", attention_core_costs(attention, shape, e).saving(6 * h, 2 * a));
+      conv(p + ".attn.c_attn", h, 3 * h, 2 * h);  // QKV input 2sbh
+      b.leaf(p + ".attn.attn_dropout", "Dropout", attention_dropout_costs(a, e).saving(0, 3 * a));
+    } else {
+      // GPT2SdpaAttention / GPT2FlashAttention2 pass attn_dropout.p to the fused kernel and never
+      // call attn_dropout. Saved: Q, K, V 6sbh, the output 2sbh, the log-sum-exp 4 bytes per head.
+      shape.dropout = true;
+      b.begin(p + ".attn", attention == AttentionImpl::kSdpa ? "GPT2SdpaAttention" : "GPT2FlashAttention2",
+              attention_core_costs(attention, shape, e).saving(8 * h + 4 * a));
+      conv(p + ".attn.c_attn", h, 3 * h, 2 * h);  // QKV input 2sbh
+    }
     conv(p + ".attn.c_proj", h, h, 2 * h);      // output-projection input 2sbh
     dropout(p + ".attn.resid_dropout");
     b.end();
@@ -88,7 +105,7 @@ ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, D
     b.begin(p + ".mlp", "GPT2MLP");
     conv(p + ".mlp.c_fc", h, f, 2 * h);  // first-linear input 2sbh
     // gelu_new (tanh approximation, ~8 FLOPs/element); saves its input 2sbf (8sbh at f = 4h).
-    b.leaf(p + ".mlp.act", "NewGELUActivation", elementwise_costs(f, 8, 1, e).saving(2 * f));
+    b.leaf(p + ".mlp.act", "NewGELUActivation", activation_costs("gelu_tanh", f, 8, e).saving(2 * f));
     conv(p + ".mlp.c_proj", f, h, 2 * f);  // GeLU output 2sbf (8sbh at f = 4h)
     dropout(p + ".mlp.dropout");
     b.end();

@@ -137,10 +137,10 @@ ModelConfig load_model_config(const YamlSection& root) {
   return config;
 }
 
-ModelSpec load_model_file(const std::filesystem::path& file, DType dtype) {
+ModelSpec load_model_file(const std::filesystem::path& file, DType dtype, AttentionImpl attention) {
   const YamlSection root = YamlSection::load_file(file.string());
   const ModelConfig config = load_model_config(root);
-  return build_model(config, file.stem().string(), dtype);
+  return build_model(config, file.stem().string(), dtype, attention);
 }
 
 std::vector<std::string> bundled_model_names(const std::filesystem::path& models_dir) {

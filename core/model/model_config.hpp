@@ -47,7 +47,8 @@ struct ModelConfig {
 ModelConfig load_model_config(const YamlSection& root);
 
 // Loads a model file and builds its ModelSpec; the model's name is the file stem.
-ModelSpec load_model_file(const std::filesystem::path& file, DType dtype);
+ModelSpec load_model_file(const std::filesystem::path& file, DType dtype,
+                          AttentionImpl attention = AttentionImpl::kSdpa);
 
 // Sorted stems of the *.yaml files in `models_dir` (the bundled models).
 std::vector<std::string> bundled_model_names(const std::filesystem::path& models_dir);

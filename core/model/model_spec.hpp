@@ -6,30 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "core/model/kernel_spec.hpp"
+#include "core/model/token_scaled.hpp"
+
 namespace prefetchlab::core {
 
 enum class DType { kBF16, kFP16, kFP32 };
 std::int64_t dtype_bytes(DType dtype);
 const char* dtype_name(DType dtype);
-
-// A per-module cost that grows with the micro-batch: value(b, s) =
-//   fixed + b*s*(per_token + per_token_per_position * s).
-// per_token_per_position carries the s^2 terms (attention scores, attention activations).
-struct TokenScaled {
-  std::int64_t fixed = 0;
-  std::int64_t per_token = 0;
-  std::int64_t per_token_per_position = 0;
-
-  std::int64_t at(std::int64_t micro_batch, std::int64_t seq_len) const {
-    return fixed + micro_batch * seq_len * (per_token + per_token_per_position * seq_len);
-  }
-  TokenScaled& operator+=(const TokenScaled& other) {
-    fixed += other.fixed;
-    per_token += other.per_token;
-    per_token_per_position += other.per_token_per_position;
-    return *this;
-  }
-};
 
 struct ParamSpec {
   std::string name;  // fully qualified, e.g. "model.layers.0.self_attn.q_proj.weight"
@@ -50,7 +34,10 @@ struct ModuleSpec {
   int parent = -1;         // index into ModelSpec::modules; -1 for the root
   std::vector<int> children;     // in execution order
   std::vector<int> param_ids;    // direct parameters (indices into ModelSpec::params)
-  // Costs of this module's *own* forward work, excluding its children.
+  // This module's *own* forward work, excluding its children: the kernels PyTorch eager runs
+  // for it, in launch order, each with what autograd runs for it in backward.
+  std::vector<KernelSpec> kernels;
+  // Their sums.
   TokenScaled forward_flops;        // floating-point operations
   TokenScaled forward_bytes;        // device-memory traffic (weights read, activations in/out)
   TokenScaled activation_bytes;     // saved for backward (16-bit activations as in Korthikanti)

@@ -38,8 +38,11 @@ int ModuleTreeBuilder::begin(const std::string& name, const std::string& class_n
   module.name = name;
   module.class_name = class_name;
   module.param_ids = std::move(param_ids);
-  module.forward_flops = own.forward_flops;
-  module.forward_bytes = own.forward_bytes;
+  module.kernels = own.kernels;
+  for (const KernelSpec& kernel : own.kernels) {
+    module.forward_flops += kernel.flops;
+    module.forward_bytes += kernel.bytes;
+  }
   module.activation_bytes = own.activation_bytes;
   if (!open_.empty()) {
     module.parent = open_.back();

@@ -31,9 +31,15 @@ std::vector<std::string> yaml_stems(const std::filesystem::path& dir) {
   return names;
 }
 
+AttentionImpl read_attention(const YamlSection& training) {
+  return training.get_enum<AttentionImpl>(
+      "attention", AttentionImpl::kSdpa,
+      {{"eager", AttentionImpl::kEager}, {"sdpa", AttentionImpl::kSdpa}, {"flash", AttentionImpl::kFlash}});
+}
+
 TrainingConfig load_training(const YamlSection& section, std::int64_t max_positions) {
   section.allow_only({"micro_batch", "seq_len", "dtype", "iterations", "warmup_iterations", "grad_accum",
-                      "activation_checkpointing"});
+                      "activation_checkpointing", "attention"});
   TrainingConfig training;
   training.micro_batch = section.require_int("micro_batch", 1, kMaxInt32);
   training.seq_len = section.require_int("seq_len", 1, max_positions);
@@ -45,6 +51,7 @@ TrainingConfig load_training(const YamlSection& section, std::int64_t max_positi
   training.grad_accum = section.get_int("grad_accum", training.grad_accum, 1, kMaxInt32);
   training.activation_checkpointing =
       section.get_bool("activation_checkpointing", training.activation_checkpointing);
+  training.attention = read_attention(section);
   section.finish();
   return training;
 }
@@ -239,7 +246,16 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
   const YamlSection training_section = top.section("training");
   const DType dtype = training_section.get_enum<DType>(
       "dtype", DType::kBF16, {{"bf16", DType::kBF16}, {"fp16", DType::kFP16}, {"fp32", DType::kFP32}});
-  scenario.model = load_model_file(model_path, dtype);
+  const AttentionImpl attention = read_attention(training_section);
+  scenario.model = load_model_file(model_path, dtype, attention);
+  if (attention == AttentionImpl::kFlash && dtype == DType::kFP32) {
+    training_section.fail("attention", "is flash, but flash-attn runs only fp16 and bf16",
+                          "attention: sdpa or eager with dtype fp32, or dtype bf16");
+  }
+  if (attention == AttentionImpl::kFlash && scenario.model.architecture == "bert") {
+    training_section.fail("attention", "is flash, but HF's BERT has no flash_attention_2 implementation",
+                          "attention: sdpa or eager for a BERT model");
+  }
   scenario.training = load_training(training_section, scenario.model.max_positions);
 
   if (!top.has("cluster")) top.fail("cluster", "is missing", "a cluster section with `hardware:`");

@@ -39,6 +39,9 @@ struct TrainingConfig {
   // each layer's input is kept; backward re-runs the layer's forward first, so its modules are
   // fetched again there — in the trace DeepSpeed records.
   bool activation_checkpointing = false;
+  // How attention runs (HF's attn_implementation: eager | sdpa | flash_attention_2): its kernels,
+  // their time and what they keep for backward (eager keeps the s^2 probabilities).
+  AttentionImpl attention = AttentionImpl::kSdpa;
 };
 
 struct ClusterConfig {

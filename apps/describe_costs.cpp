@@ -1,0 +1,122 @@
+#include "describe_costs.hpp"
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "core/hardware/hardware_derived.hpp"
+#include "core/model/checkpoint_units.hpp"
+#include "sim/compute_model.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+constexpr double kNsPerUs = 1e3;
+
+std::string format(const char* pattern, auto... values) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, pattern, values...);
+  return buffer;
+}
+
+// Device time by kernel kind, and the module spans' remainder (launch gaps and host-issue stalls).
+struct KindTotals {
+  std::array<std::int64_t, 3> kind_ns{};  // indexed by KernelKind
+  std::int64_t span_ns = 0;               // sum of module spans (kernels + gaps + stalls)
+  std::int64_t kernels = 0;
+
+  void add_forward(const sim::ComputeModel& compute, const core::ModuleSpec& module, std::int64_t b, std::int64_t s) {
+    for (const auto& kernel : module.kernels) {
+      kind_ns[static_cast<std::size_t>(kernel.kind)] += compute.kernel_forward_ns(kernel, b, s);
+    }
+    span_ns += compute.module_forward_ns(module, b, s);
+    kernels += sim::ComputeModel::forward_kernel_count(module);
+  }
+  void add_backward(const sim::ComputeModel& compute, const core::ModuleSpec& module, std::int64_t b, std::int64_t s) {
+    for (const auto& kernel : module.kernels) {
+      kind_ns[static_cast<std::size_t>(kernel.kind)] += compute.kernel_backward_ns(kernel, b, s);
+    }
+    span_ns += compute.module_backward_ns(module, b, s);
+    kernels += sim::ComputeModel::backward_kernel_count(module);
+  }
+  std::string text() const {
+    const double span = span_ns > 0 ? static_cast<double>(span_ns) : 1.0;
+    const std::int64_t busy = kind_ns[0] + kind_ns[1] + kind_ns[2];
+    return format("%10.1f us in %lld kernels: gemm %.1f%%, attention %.1f%%, memory %.1f%%, gaps and launch stalls %.1f%%",
+                  static_cast<double>(span_ns) / kNsPerUs, static_cast<long long>(kernels),
+                  100.0 * static_cast<double>(kind_ns[0]) / span, 100.0 * static_cast<double>(kind_ns[1]) / span,
+                  100.0 * static_cast<double>(kind_ns[2]) / span,
+                  100.0 * static_cast<double>(span_ns - busy) / span);
+  }
+};
+
+// The first transformer layer (checkpoint unit) and its descendants, in execution order.
+std::vector<int> first_layer(const core::ModelSpec& model) {
+  const core::CheckpointUnits units = core::checkpoint_units(model, true);
+  std::vector<int> modules;
+  int layer = -1;
+  for (std::size_t m = 0; m < model.modules.size(); ++m) {
+    if (layer < 0 && units.unit[m]) layer = static_cast<int>(m);
+    if (layer >= 0 && units.inside[m]) {
+      // stop at the next unit
+      if (units.unit[m] && static_cast<int>(m) != layer) break;
+      modules.push_back(static_cast<int>(m));
+    }
+  }
+  return modules;
+}
+
+}  // namespace
+
+void print_compute_costs(const CostsInput& input, std::ostream& out) {
+  const core::ModelSpec& model = *input.model;
+  const sim::ComputeModel compute(*input.hardware, input.calibration, input.dtype);
+  const std::int64_t b = input.micro_batch;
+  const std::int64_t s = input.seq_len;
+  out << "\ncompute costs on " << input.hardware->gpu.model << " (" << core::dtype_name(input.dtype)
+      << ", attention " << core::attention_impl_name(input.attention) << ", micro_batch " << b << ", seq_len " << s
+      << "; kernel launch " << static_cast<double>(compute.host().kernel_launch_ns()) / kNsPerUs << " us on the host, gap "
+      << static_cast<double>(input.calibration.kernel_gap_ns) / kNsPerUs << " us on the device)\n";
+  const std::vector<int> layer = first_layer(model);
+  if (!layer.empty()) {
+    out << "one layer, " << model.modules[static_cast<std::size_t>(layer.front())].display_name()
+        << ", kernel by kernel (own work of each module):\n";
+    out << format("%-40s %-24s %-9s %10s %10s %11s %10s\n", "module", "op", "kind", "fwd us", "bwd us",
+                  "fwd GFLOP", "fwd MB");
+    for (const int m : layer) {
+      const core::ModuleSpec& module = model.modules[static_cast<std::size_t>(m)];
+      for (const auto& kernel : module.kernels) {
+        out << format("%-40s %-24s %-9s %10.1f %10.1f %11.3f %10.2f\n", module.display_name().c_str(),
+                      kernel.op.c_str(), core::kernel_kind_name(kernel.kind),
+                      static_cast<double>(compute.kernel_forward_ns(kernel, b, s)) / kNsPerUs,
+                      static_cast<double>(compute.kernel_backward_ns(kernel, b, s)) / kNsPerUs,
+                      static_cast<double>(kernel.flops.at(b, s)) / 1e9,
+                      static_cast<double>(kernel.bytes.at(b, s)) / 1e6);
+      }
+    }
+    KindTotals forward;
+    KindTotals backward;
+    for (const int m : layer) {
+      forward.add_forward(compute, model.modules[static_cast<std::size_t>(m)], b, s);
+      backward.add_backward(compute, model.modules[static_cast<std::size_t>(m)], b, s);
+    }
+    out << "layer forward " << forward.text() << "\nlayer backward" << backward.text() << "\n";
+  }
+  KindTotals forward;
+  KindTotals backward;
+  for (const auto& module : model.modules) {
+    forward.add_forward(compute, module, b, s);
+    backward.add_backward(compute, module, b, s);
+  }
+  const double model_flops = 3.0 * static_cast<double>(model.forward_flops(b, s));
+  const double seconds = static_cast<double>(forward.span_ns + backward.span_ns) / 1e9;
+  const auto peak = core::peak_dense_flops_per_s(*input.hardware, input.dtype);
+  out << "model forward " << forward.text() << "\nmodel backward" << backward.text() << "\n";
+  if (peak && seconds > 0) {
+    out << format("compute alone (no ZeRO-3 communication, hooks or recomputation): %.2f ms per micro-batch, "
+                  "MFU %.3f\n",
+                  seconds * 1e3, model_flops / seconds / *peak);
+  }
+}
+
+}  // namespace prefetchlab::apps

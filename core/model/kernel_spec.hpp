@@ -1,0 +1,47 @@
+#pragma once
+// One GPU kernel a module's own forward runs in PyTorch eager mode, and what autograd runs for it
+// in backward. A module's own work is a list of these (ModuleSpec::kernels), in launch order, so
+// compute models can price each with its own ceiling and charge a launch per kernel.
+//
+// Kinds, each priced against a different measured ceiling (sim/compute_model.hpp):
+//   gemm       a (batched) matrix multiply: dense tensor peak x GEMM efficiency x shape fraction;
+//   attention  a fused attention kernel (FlashAttention in PyTorch's sdpa, or the flash-attn
+//              package): dense peak x the attention kernels' measured efficiency;
+//   memory     everything else (norms, casts, activations, adds, copies, softmax, dropout, loss):
+//              bytes moved at the measured memory bandwidth.
+#include <cstdint>
+#include <string>
+
+#include "core/model/token_scaled.hpp"
+
+namespace prefetchlab::core {
+
+enum class KernelKind { kGemm, kAttention, kMemory };
+const char* kernel_kind_name(KernelKind kind);
+
+// How attention runs (HF's attn_implementation): eager materialises the s x s scores and
+// probabilities (and keeps them for backward); sdpa is torch's scaled_dot_product_attention,
+// which dispatches to its FlashAttention-2 backend for 16-bit inputs; flash is the flash-attn
+// package (HF "flash_attention_2"), which takes the (b, s, heads, d) layout with no transposes.
+enum class AttentionImpl { kEager, kSdpa, kFlash };
+const char* attention_impl_name(AttentionImpl impl);
+
+struct KernelSpec {
+  std::string op;  // what runs, as a profiler would name it: "rms_norm.pow", "q_proj.mm", ...
+  KernelKind kind = KernelKind::kMemory;
+  TokenScaled flops;  // forward floating-point operations
+  TokenScaled bytes;  // forward device-memory traffic
+  // GEMMs: the problem volume M*N*K as a function of the micro-batch (the shape-efficiency curve's
+  // input). For a Linear, per_token = in*out (M = tokens); for eager attention's batched QK^T and
+  // PV, per_token_per_position = hidden (M*N*K = b*heads*s*s*head_dim).
+  TokenScaled gemm_volume;
+  // Backward: how many kernels autograd launches for this one, and their total FLOPs and bytes as
+  // multiples of the forward's. A Linear is 2 GEMMs of its forward's FLOPs each (grad input, grad
+  // weight); an elementwise op reads the saved input and the output gradient and writes the input
+  // gradient; a pass-through (a residual add's gradient) is 0 kernels.
+  int backward_kernels = 1;
+  double backward_flops_factor = 1.0;
+  double backward_bytes_factor = 1.5;
+};
+
+}  // namespace prefetchlab::core
