@@ -149,6 +149,8 @@ SummaryStats summarize(const Metrics& metrics, int warmup_iterations) {
     stats.peak_allocated_bytes = std::max(stats.peak_allocated_bytes, point.allocated_bytes);
     stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, point.reserved_bytes);
   }
+  stats.num_alloc_retries = metrics.num_alloc_retries;
+  stats.peak_memory = metrics.peak_memory;
   return stats;
 }
 
