@@ -93,6 +93,7 @@ LogFit fit_log(const std::string& file, const CalibrateOptions& o) {
   result.curve.ranks = result.ranks;
   result.curve.nodes = log.nodes;
   for (const auto& p : result.fit.points) {  // sorted by size, one per size (the parser checks)
+    if (p.bytes < 1) continue;  // a 0-byte row (count 0) times nothing but the launch
     result.curve.sizes_bytes.push_back(p.bytes);
     result.curve.times_us.push_back(p.time_us);
   }
@@ -211,6 +212,7 @@ int run_calibrate(const CalibrateOptions& o) {
   // One curve per op and group: the last log of each wins, as for the figures above.
   std::vector<core::MeasuredCollectiveCurve> curves;
   for (const auto& f : fits) {
+    if (f.curve.sizes_bytes.size() < 2) continue;  // one non-empty size is no curve: the fit alone
     std::erase_if(curves, [&](const core::MeasuredCollectiveCurve& c) {
       return c.op == f.curve.op && c.ranks == f.curve.ranks && c.nodes == f.curve.nodes;
     });

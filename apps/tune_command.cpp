@@ -608,9 +608,9 @@ int tune(const TuneOptions& options) {
     if (kept_count != knobs.size() && kept_count != 0) {
       attribution_rows.push_back({"recommended (" + std::to_string(kept_count) + " kept)", &recommended_held, ""});
     }
-    std::vector<std::string> names;
-    for (const auto& base : bases) names.push_back(base.name);
-    md << attribution_table(names, policy_default_held, default_label, attribution_rows) << "\n";
+    std::vector<std::string> scenario_names;
+    for (const auto& base : bases) scenario_names.push_back(base.name);
+    md << attribution_table(scenario_names, policy_default_held, default_label, attribution_rows) << "\n";
     for (std::size_t k = 0; k < knobs.size(); ++k) {
       md << "- `" << knobs[k].key << "` " << (verdicts[k].kept() ? "kept" : "back to " + knobs[k].default_value)
          << ": " << verdicts[k].reason << "\n";

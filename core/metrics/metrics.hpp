@@ -167,7 +167,8 @@ struct SummaryStats {
   std::int64_t mean_backward_stall_ns = 0;
 
   // Peaks over every iteration (warmup included: memory that ran out during warmup still ran
-  // out) and, for allocated/reserved, also over every MemoryPoint.
+  // out) and, for allocated/reserved, also over every MemoryPoint and the allocator's own
+  // whole-run peak (Metrics::peak_memory), so an OOM's unfinished iteration counts.
   std::int64_t peak_gathered_param_bytes = 0;
   std::int64_t peak_allocated_bytes = 0;
   std::int64_t peak_reserved_bytes = 0;

@@ -192,7 +192,7 @@ TEST(CalibrateLog, RejectsWhatIsNotOneCleanRun) {
   EXPECT_NE(r.output.find("pasted"), std::string::npos) << r.output;
   r = calibrate(dir, command + kHeader + row(1024, 10) + row(2048, 11) + row(1024, 12) + row(2048, 13));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("run.log:8"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("run.log:7"), std::string::npos) << r.output;
   r = calibrate(dir, clean + "./build/all_reduce_perf -b 1024 -e 4096 -g 2\n" + row(8192, 20));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("pasted"), std::string::npos) << r.output;
