@@ -528,7 +528,7 @@ int tune(const TuneOptions& options) {
   for (const std::size_t k : memory_order(knobs, verdicts)) {
     if (fits(recommended_held)) break;
     verdicts[k].kept_for_memory = true;
-    verdicts[k].reason += "; kept: without it the recommendation breaks the memory cap";
+    verdicts[k].reason += "; kept all the same: without it the recommendation peaks above the memory cap";
     recommend();
   }
   const std::size_t kept_count = static_cast<std::size_t>(
@@ -602,7 +602,8 @@ int tune(const TuneOptions& options) {
     std::vector<AttributionRow> attribution_rows;
     for (std::size_t k = 0; k < knobs.size(); ++k) {
       attribution_rows.push_back({knobs[k].key + " " + knobs[k].default_value + " -> " + knobs[k].tuned_value + " alone",
-                                  &knobs[k].alone, verdicts[k].kept() ? "kept" : "dropped"});
+                                  &knobs[k].alone,
+                                  verdicts[k].faster ? "kept" : verdicts[k].kept_for_memory ? "kept (memory cap)" : "dropped"});
     }
     attribution_rows.push_back({"all " + std::to_string(knobs.size()) + " together (search's best)", &tuned_held, ""});
     if (kept_count != knobs.size() && kept_count != 0) {
@@ -614,6 +615,12 @@ int tune(const TuneOptions& options) {
     for (std::size_t k = 0; k < knobs.size(); ++k) {
       md << "- `" << knobs[k].key << "` " << (verdicts[k].kept() ? "kept" : "back to " + knobs[k].default_value)
          << ": " << verdicts[k].reason << "\n";
+    }
+    for (std::size_t s = 0; s < n; ++s) {
+      if (policy_default_held[s].spread() == 0) {
+        md << "\n" << bases[s].name << ": the seeds do not change its step time (its `noise:` section has no jitter), "
+           << "so its spread is 0 and any change counts; set noise.compute_jitter to judge against seed noise.\n";
+      }
     }
     if (kept_count == 0) {
       md << "\nNo knob is worth more than the seeds' spread: the recommendation is the " << default_label
