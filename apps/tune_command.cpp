@@ -8,6 +8,9 @@
 // is below -1, lower the more it violates, so the search is pulled back to feasible settings.
 // The search is core::PatternSearch (tune_search.hpp) with --budget candidates. The winner, the
 // defaults and each scenario's best static bucket are then run on 5 held-out seeds for report.md.
+// Then each knob the winner changed is run alone on the defaults (held-out seeds); only knobs
+// worth more than the seeds' spread stay in the recommendation (tune_attribution.hpp). A cap no
+// candidate meets is an error that names the lowest peak reached and what filled it.
 #include "tune_command.hpp"
 
 #include <algorithm>
@@ -718,7 +721,10 @@ CLI::App* add_tune_command(CLI::App& app, int* exit_code) {
       "the worst scenario's throughput relative to its own best static bucket (+0.1 x the mean),\n"
       "mean over --seeds seeds 1..N; nothing that runs out of memory or over --memory-cap.\n"
       "Writes DIR/controller.yaml, ds_config.json, report.md (held-out seeds 1001-1005),\n"
-      "tune.json, evaluations.csv (a row per simulation as it finishes) and candidates.csv.");
+      "tune.json, evaluations.csv (a row per simulation as it finishes) and candidates.csv.\n"
+      "report.md runs each changed knob alone against the defaults on the held-out seeds and keeps\n"
+      "only knobs worth more than the seeds' spread; a cap no point meets is exit 2 with the lowest\n"
+      "peak reached and what filled memory there.");
   command->add_option("scenarios", options->scenarios, "scenario YAML files")->required();
   command->add_option("--policy", options->policy, "static (default), ema_threshold or pace_search");
   command->add_option("--memory-cap", options->memory_cap, "peak reserved bytes allowed per GPU (e.g. 16GiB)");
