@@ -28,34 +28,34 @@ double SeedSet::spread() const {
   return (*hi - *lo) / mean_step_ns();
 }
 
-std::vector<KnobVerdict> judge_knobs(const std::vector<SeedSet>& defaults, const std::vector<KnobChange>& knobs) {
+std::vector<KnobVerdict> judge_knobs(const std::vector<std::string>& scenario_names, const std::vector<SeedSet>& defaults,
+                                     const std::vector<KnobChange>& knobs) {
   std::vector<KnobVerdict> verdicts;
   for (const auto& knob : knobs) {
     KnobVerdict v;
-    bool beyond_somewhere = false;
-    bool loss_somewhere = false;
-    std::string worst;
+    std::string faster_on, slower_on, failed_on;
     for (std::size_t s = 0; s < defaults.size(); ++s) {
       const SeedSet& alone = knob.alone[s];
-      if (!alone.ok || !defaults[s].ok) {
-        loss_somewhere = loss_somewhere || !alone.ok;
-        if (!alone.ok) worst = "alone it ends " + alone.status;
+      if (!alone.ok) {
+        failed_on += std::string(failed_on.empty() ? "" : ", ") + scenario_names[s] + " (" + alone.status + ")";
         continue;
       }
+      if (!defaults[s].ok) continue;
       const double g = gain(defaults[s], alone);
       const double spread = defaults[s].spread();
-      if (g > spread) beyond_somewhere = true;
-      if (g < -spread) {
-        loss_somewhere = true;
-        worst = "alone it is " + text("%+.2f%%", 100 * g) + ", slower than the seeds' spread " +
-                text("%.2f%%", 100 * spread);
-      }
+      const std::string figure =
+          scenario_names[s] + " " + text("%+.2f%%", 100 * g) + ", spread " + text("%.2f%%", 100 * spread);
+      if (g > spread) faster_on += std::string(faster_on.empty() ? "" : "; ") + figure;
+      if (g < -spread) slower_on += std::string(slower_on.empty() ? "" : "; ") + figure;
     }
-    v.faster = beyond_somewhere && !loss_somewhere;
-    if (v.faster) {
-      v.reason = "alone it is faster than the defaults by more than the seeds' spread";
-    } else if (loss_somewhere) {
-      v.reason = worst;
+    v.faster = !faster_on.empty() && failed_on.empty();
+    if (!failed_on.empty()) {
+      v.reason = "alone it fails on " + failed_on;
+    } else if (v.faster) {
+      v.reason = "alone it is faster than the defaults by more than the seeds' spread (" + faster_on + ")";
+      if (!slower_on.empty()) v.reason += ", though slower elsewhere (" + slower_on + ")";
+    } else if (!slower_on.empty()) {
+      v.reason = "alone it is only slower than the defaults (" + slower_on + ")";
     } else {
       v.reason = "alone it is within the seeds' spread of the defaults";
     }

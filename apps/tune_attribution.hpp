@@ -3,8 +3,9 @@
 // changed is run alone on DeepSpeed's (or the policy's) defaults, on the held-out seeds, and set
 // against the defaults and against all knobs together. A knob is kept when, on some scenario, it
 // alone is faster than the defaults by more than the seeds' spread (the defaults' own max - min
-// over the held-out seeds, relative to their mean) and on none slower by more than that spread;
-// the others go back to their defaults. A knob dropped for speed may come back if the kept ones
+// over the held-out seeds, relative to their mean), and it fails on none; the others go back to
+// their defaults. (A knob that helps one scenario and slows another stays: the search's objective
+// already weighed that trade; its slowdowns are named in the reason.) A knob dropped for speed may come back if the kept ones
 // alone break the memory cap (the knobs whose alone runs peak lowest first).
 #include <cstdint>
 #include <string>
@@ -33,14 +34,15 @@ struct KnobChange {
 };
 
 struct KnobVerdict {
-  bool faster = false;  // worth more than the seeds' spread on some scenario, a loss beyond it on none
+  bool faster = false;  // worth more than the seeds' spread on some scenario, and ok on all
   bool kept_for_memory = false;  // not faster, but the cap needs it
   bool kept() const { return faster || kept_for_memory; }
   std::string reason;  // one line for report.md
 };
 
-// Per scenario: defaults' SeedSet; per knob: its runs. Judges speed only (see the file comment).
-std::vector<KnobVerdict> judge_knobs(const std::vector<SeedSet>& defaults, const std::vector<KnobChange>& knobs);
+// Per scenario: its name and the defaults' SeedSet; per knob: its runs. Judges speed only (see the file comment).
+std::vector<KnobVerdict> judge_knobs(const std::vector<std::string>& scenario_names, const std::vector<SeedSet>& defaults,
+                                     const std::vector<KnobChange>& knobs);
 
 // The order in which dropped knobs come back for the memory cap: lowest alone peak first.
 std::vector<std::size_t> memory_order(const std::vector<KnobChange>& knobs, const std::vector<KnobVerdict>& verdicts);

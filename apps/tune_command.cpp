@@ -501,7 +501,9 @@ int tune(const TuneOptions& options) {
     knobs.push_back({i, d.name, default_text, tuned_text,
                      run_configuration(evaluator, n, held_out, "attribution", d.name + " alone", space.overrides(alone))});
   }
-  std::vector<KnobVerdict> verdicts = judge_knobs(policy_default_held, knobs);
+  std::vector<std::string> scenario_names;
+  for (const auto& base : bases) scenario_names.push_back(base.name);
+  std::vector<KnobVerdict> verdicts = judge_knobs(scenario_names, policy_default_held, knobs);
   const auto fits = [&](const std::vector<Aggregate>& runs) {
     return std::all_of(runs.begin(), runs.end(), [&](const Aggregate& a) {
       return a.ok && (cap_bytes == 0 || a.peak_reserved_bytes <= cap_bytes);
@@ -598,7 +600,7 @@ int tune(const TuneOptions& options) {
      << "Each knob the search changed, alone on the " << default_label << " settings, then all together, on the "
      << held_out.size() << " held-out seeds. \"seeds' spread\" is (slowest - fastest) / mean over those seeds; a "
      << "knob is kept when alone it is faster than the " << default_label << " by more than that spread on some "
-     << "scenario and slower by more than it on none.\n\n";
+     << "scenario (and runs everywhere); a dropped knob comes back only if the memory cap needs it.\n\n";
   if (knobs.empty()) {
     md << "The search's best is the " << default_label << " setting itself: nothing to attribute.\n";
   } else {
@@ -612,8 +614,6 @@ int tune(const TuneOptions& options) {
     if (kept_count != knobs.size() && kept_count != 0) {
       attribution_rows.push_back({"recommended (" + std::to_string(kept_count) + " kept)", &recommended_held, ""});
     }
-    std::vector<std::string> scenario_names;
-    for (const auto& base : bases) scenario_names.push_back(base.name);
     md << attribution_table(scenario_names, policy_default_held, default_label, attribution_rows) << "\n";
     for (std::size_t k = 0; k < knobs.size(); ++k) {
       md << "- `" << knobs[k].key << "` " << (verdicts[k].kept() ? "kept" : "back to " + knobs[k].default_value)
