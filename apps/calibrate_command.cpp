@@ -16,6 +16,7 @@
 #include "core/input/closest_match.hpp"
 #include "core/hardware/collective_fit.hpp"
 #include "core/hardware/hardware_profile.hpp"
+#include "core/hardware/measured_collective_curve.hpp"
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
 #include "core/hardware/nccl_tests_log.hpp"
@@ -40,7 +41,9 @@ struct LogFit {
   std::string file;
   core::NcclTestsOp op = core::NcclTestsOp::kAllGather;
   int ranks = 0;
+  std::optional<int> nodes;
   core::CollectiveFit fit;
+  core::MeasuredCollectiveCurve curve;  // what the simulator uses at this op and group
 };
 
 std::string fmt(const char* format, double v) {
@@ -55,6 +58,11 @@ LogFit fit_log(const std::string& file, const CalibrateOptions& o) {
   result.file = file;
   if (!o.op.empty()) {
     result.op = *core::parse_nccl_tests_op(o.op);
+    if (log.op && *log.op != result.op) {
+      throw core::InputError({file, 0}, "--op",
+                             "is " + o.op + " but the log ran " + core::nccl_tests_op_name(*log.op) + "_perf",
+                             "no --op (the log names its collective), or the log of the collective --op names");
+    }
   } else if (log.op) {
     result.op = *log.op;
   } else {
@@ -80,6 +88,15 @@ LogFit fit_log(const std::string& file, const CalibrateOptions& o) {
   const double n = result.ranks;
   const double factor = (result.op == core::NcclTestsOp::kAllReduce ? 2.0 : 1.0) * (n - 1) / n;
   result.fit = core::fit_collective(points, factor, o.tolerance);
+  result.nodes = log.nodes;
+  result.curve.op = result.op;
+  result.curve.ranks = result.ranks;
+  result.curve.nodes = log.nodes;
+  for (const auto& p : result.fit.points) {  // sorted by size, one per size (the parser checks)
+    if (p.bytes < 1) continue;  // a 0-byte row (count 0) times nothing but the launch
+    result.curve.sizes_bytes.push_back(p.bytes);
+    result.curve.times_us.push_back(p.time_us);
+  }
   if (result.fit.bus_bandwidth_gb_per_s() <= 0) {
     throw core::InputError({file, 0}, "", "the largest sizes' times do not grow with size, so no bus bandwidth can be fitted",
                            "a sweep that reaches bandwidth-bound sizes (e.g. -e 1G)");
@@ -104,8 +121,13 @@ void report(const LogFit& f) {
     std::printf("  %14lld  %14.2f  %12.2f  %7.2f%%\n", static_cast<long long>(p.bytes), p.time_us,
                 f.fit.predicted_us[i], 100 * err);
   }
-  std::printf("  => latency %.2f us (smallest sizes), bus bandwidth %.2f GB/s (largest sizes)\n\n",
+  std::printf("  => latency %.2f us (smallest sizes), bus bandwidth %.2f GB/s (largest sizes)\n",
               f.fit.latency_us(), f.fit.bus_bandwidth_gb_per_s());
+  std::printf("  => saved as measured_collectives: %zu sizes of %s on %d ranks%s; the simulator takes this op and group's "
+              "time from them (log-size interpolation between sizes, the smallest size's time below, the largest "
+              "size's bandwidth above); other groups use the latency and bandwidth\n\n",
+              f.curve.sizes_bytes.size(), core::nccl_tests_op_name(f.op), f.ranks,
+              f.nodes ? (" on " + std::to_string(*f.nodes) + " node(s)").c_str() : "");
 }
 
 const char* bandwidth_key(core::NcclTestsOp op) {
@@ -179,12 +201,25 @@ int run_calibrate(const CalibrateOptions& o) {
   text << in.rdbuf();
   const std::string stem = std::filesystem::path(o.output).stem().string();
   std::ostringstream header;
-  header << "# Calibrated by `prefetchlab calibrate --from-nccl-tests` (least-squares fit per size range)\n";
+  header << "# Calibrated by `prefetchlab calibrate --from-nccl-tests`: latency and bus bandwidth by least squares\n"
+            "# per size range (for groups no log measured), and each log's sizes and times as measured_collectives\n"
+            "# (what the simulator uses for that op and group)\n";
   for (const auto& f : fits) {
     header << "#   " << f.file << ": " << core::nccl_tests_op_name(f.op) << ", " << f.ranks << " ranks: latency "
            << fmt("%.2f", f.fit.latency_us()) << " us, busBW " << fmt("%.2f", f.fit.bus_bandwidth_gb_per_s())
            << " GB/s\n";
   }
+  // One curve per op and group: the last log of each wins, as for the figures above.
+  std::vector<core::MeasuredCollectiveCurve> curves;
+  for (const auto& f : fits) {
+    if (f.curve.sizes_bytes.size() < 2) continue;  // one non-empty size is no curve: the fit alone
+    std::erase_if(curves, [&](const core::MeasuredCollectiveCurve& c) {
+      return c.op == f.curve.op && c.ranks == f.curve.ranks && c.nodes == f.curve.nodes;
+    });
+    curves.push_back(f.curve);
+  }
+  std::string curves_yaml;
+  for (const auto& curve : curves) curves_yaml += core::measured_curve_yaml(curve, 2);
   std::string out_text;
   YAML::Node root = YAML::Load(text.str());
   if (!root["calibration"]) {
@@ -197,9 +232,16 @@ int run_calibrate(const CalibrateOptions& o) {
     }
     out_text += "\n" + header.str() + "calibration:\n";
     for (const auto& [k, v] : values) out_text += "  " + k + ": " + fmt("%.6g", v) + "\n";
+    out_text += "  measured_collectives:\n" + curves_yaml;
   } else {
     root["name"] = stem;
     for (const auto& [k, v] : values) root["calibration"][k] = fmt("%.6g", v);
+    YAML::Node curve_nodes = YAML::Load(curves_yaml);
+    for (auto item : curve_nodes) {
+      item["sizes_bytes"].SetStyle(YAML::EmitterStyle::Flow);
+      item["times_us"].SetStyle(YAML::EmitterStyle::Flow);
+    }
+    root["calibration"]["measured_collectives"] = curve_nodes;
     YAML::Emitter emitter;
     emitter << root;
     out_text = header.str() + emitter.c_str() + std::string("\n");

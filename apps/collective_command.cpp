@@ -169,6 +169,11 @@ int run_collective(const CollectiveOptions& o) {
     i = j + 1;
   }
   std::printf("# Chosen algorithm/protocol/channels by size: %s\n", ranges.c_str());
+  if (!rows.empty() && rows.front().choice.measured) {
+    std::printf("# Times: the profile's measured_collectives curve for %s on %d ranks (calibrate --from-nccl-tests), "
+                "interpolated in log-size; the choice above is the model's, for reference\n",
+                o.op.c_str(), o.ranks);
+  }
   std::printf("#\n");
   std::vector<NcclTestsTableRow> table;
   for (const Row& row : rows) {

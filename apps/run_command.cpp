@@ -68,8 +68,29 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
                                      stats.peak_reserved_bytes)
                     : std::string("0"))
             << "% not allocated at the peaks: fragmentation and cache)\n"
+            << "alloc retries:       " << stats.num_alloc_retries
+            << " (num_alloc_retries: mallocs that freed the allocator's cache and retried, most on one rank)\n"
             << "events simulated:    " << result.events_processed << "\n"
             << "outputs in:          " << dir.string() << "\n";
+  if (stats.peak_memory) {
+    const core::PeakMemoryBreakdown& p = *stats.peak_memory;
+    std::cout << "at the peak (rank " << p.rank << ", " << mib(p.reserved_bytes) << " reserved): model states "
+              << mib(p.model_states_bytes) << ", activations " << mib(p.activation_bytes) << ", gathered parameters "
+              << mib(p.gathered_param_bytes) << ", gradients " << mib(p.gradient_bytes) << ", allocator cache "
+              << mib(p.cache_bytes()) << "\n";
+  }
+}
+
+// DeepSpeed warns once per step when the allocator flushed its cache under memory pressure
+// (deepspeed/runtime/zero/stage3.py, "pytorch allocator cache flushes since last step"); the
+// simulator says so once, at the end of the run, where status alone reads "ok".
+void warn_about_cache_flushes(const core::SummaryStats& stats) {
+  if (stats.num_alloc_retries == 0) return;
+  std::cerr << "warning: the caching allocator freed its cache and retried " << stats.num_alloc_retries
+            << " time(s) on one rank (torch.cuda.memory_stats() num_alloc_retries): memory pressure, which "
+               "synchronises the device and costs time on real hardware. DeepSpeed warns of it as \"pytorch "
+               "allocator cache flushes since last step\"; lower stage3_max_live_parameters, the prefetch "
+               "bucket or the micro batch to make room\n";
 }
 
 int run(const RunOptions& options) {
@@ -124,6 +145,7 @@ int run(const RunOptions& options) {
   core::write_json_atomically(dir / "summary.json", summary);
   if (scenario.output.trace) sim::write_trace_json(dir / "trace.json", world);
   print_summary(scenario, stats, result, dir);
+  warn_about_cache_flushes(stats);
   for (const auto& check : checks) {
     std::cout << "expect " << check["check"].get<std::string>() << ": " << check["expected"].dump() << ", got "
               << check["actual"].dump() << (check["met"].get<bool>() ? " (met)" : " (NOT MET)") << "\n";

@@ -8,6 +8,9 @@
 // is below -1, lower the more it violates, so the search is pulled back to feasible settings.
 // The search is core::PatternSearch (tune_search.hpp) with --budget candidates. The winner, the
 // defaults and each scenario's best static bucket are then run on 5 held-out seeds for report.md.
+// Then each knob the winner changed is run alone on the defaults (held-out seeds); only knobs
+// worth more than the seeds' spread stay in the recommendation (tune_attribution.hpp). A cap no
+// candidate meets is an error that names the lowest peak reached and what filled it.
 #include "tune_command.hpp"
 
 #include <algorithm>
@@ -38,6 +41,7 @@
 #include "parallel_runner.hpp"
 #include "static_bucket_grid.hpp"
 #include "quiet_run.hpp"
+#include "tune_attribution.hpp"
 #include "tune_space.hpp"
 
 namespace prefetchlab::apps {
@@ -72,31 +76,33 @@ struct Job {
 struct Outcome {
   core::RunStatus status = core::RunStatus::kOk;
   std::int64_t steady_step_ns = 0;
+  // The run's peak, the model states and an unfinished (OOM) iteration included.
   std::int64_t peak_reserved_bytes = 0;
+  std::optional<core::PeakMemoryBreakdown> peak_memory;
 };
 
 // A configuration's outcome on one scenario over a set of seeds.
-struct Aggregate {
-  bool ok = true;
-  std::string status = "ok";  // the first non-ok status, if any
-  double mean_step_ns = 0;
-  std::int64_t peak_reserved_bytes = 0;
-};
+using Aggregate = SeedSet;
 
 Aggregate aggregate(const std::vector<Outcome>& runs) {
   Aggregate a;
-  double sum = 0;
   for (const auto& run : runs) {
     if (run.status != core::RunStatus::kOk && a.ok) {
       a.ok = false;
       a.status = core::run_status_name(run.status);
     }
-    sum += static_cast<double>(run.steady_step_ns);
+    a.step_ns.push_back(static_cast<double>(run.steady_step_ns));
     a.peak_reserved_bytes = std::max(a.peak_reserved_bytes, run.peak_reserved_bytes);
   }
-  a.mean_step_ns = runs.empty() ? 0 : sum / static_cast<double>(runs.size());
   return a;
 }
+
+// The lowest peak any simulation of a scenario reached, and what filled memory then.
+struct LowestPeak {
+  std::int64_t peak_reserved_bytes = 0;
+  std::string configuration;
+  std::optional<core::PeakMemoryBreakdown> breakdown;
+};
 
 std::string join(const std::vector<std::string>& parts, const std::string& separator) {
   std::string out;
@@ -113,6 +119,8 @@ class Evaluator {
       : files_(std::move(files)),
         jobs_(jobs),
         bundled_(bundled_data()),
+        lowest_(files_.size()),
+        lowest_index_(files_.size(), 0),
         csv_path_(csv_path),
         csv_(csv_path, {"evaluation", "role", "configuration", "scenario", "seed", "status", "steady_step_time_ns",
                         "peak_reserved_bytes"}) {}
@@ -134,7 +142,15 @@ class Evaluator {
       out.status = result.status;
       out.steady_step_ns = result.stats.steady_step_time_ns;
       out.peak_reserved_bytes = result.stats.peak_reserved_bytes;
+      out.peak_memory = result.stats.peak_memory;
+      if (out.peak_memory) out.peak_reserved_bytes = std::max(out.peak_reserved_bytes, out.peak_memory->reserved_bytes);
       std::lock_guard lock(mutex_);
+      LowestPeak& lowest = lowest_[job.scenario];
+      if (lowest.configuration.empty() || out.peak_reserved_bytes < lowest.peak_reserved_bytes ||
+          (out.peak_reserved_bytes == lowest.peak_reserved_bytes && first + i < lowest_index_[job.scenario])) {
+        lowest = {out.peak_reserved_bytes, job.configuration, out.peak_memory};
+        lowest_index_[job.scenario] = first + i;
+      }
       csv_.append({first + i, job.role, job.configuration, fs::path(files_[job.scenario]).stem().string(), job.seed,
                    core::run_status_name(out.status), out.steady_step_ns, out.peak_reserved_bytes});
     });
@@ -158,11 +174,15 @@ class Evaluator {
   }
 
   std::size_t simulations() const { return next_evaluation_; }
+  // Per scenario, over every simulation so far (ties: the earliest, so -j changes nothing).
+  const std::vector<LowestPeak>& lowest_peaks() const { return lowest_; }
 
  private:
   std::vector<std::string> files_;
   unsigned jobs_;
   core::BundledData bundled_;
+  std::vector<LowestPeak> lowest_;
+  std::vector<std::size_t> lowest_index_;
   fs::path csv_path_;
   core::CsvRowWriter csv_;
   std::mutex mutex_;
@@ -208,7 +228,7 @@ Score score_of(const std::vector<Aggregate>& per_scenario, const std::vector<dou
     if (cap_bytes > 0 && a.peak_reserved_bytes > cap_bytes) {
       violation += static_cast<double>(a.peak_reserved_bytes - cap_bytes) / static_cast<double>(cap_bytes);
     }
-    const double ratio = best_static_ns[s] / a.mean_step_ns;
+    const double ratio = best_static_ns[s] / a.mean_step_ns();
     score.worst_ratio = std::min(score.worst_ratio, ratio);
     sum += ratio;
   }
@@ -328,9 +348,9 @@ int tune(const TuneOptions& options) {
                                        grid_outcomes.begin() + static_cast<std::ptrdiff_t>(at + seeds.size())});
         at += seeds.size();
         if (!a.ok) continue;
-        if (!best_any || a.mean_step_ns < best_any->first) best_any = {a.mean_step_ns, b};
-        if ((cap_bytes == 0 || a.peak_reserved_bytes <= cap_bytes) && (!best_fit || a.mean_step_ns < best_fit->first)) {
-          best_fit = {a.mean_step_ns, b};
+        if (!best_any || a.mean_step_ns() < best_any->first) best_any = {a.mean_step_ns(), b};
+        if ((cap_bytes == 0 || a.peak_reserved_bytes <= cap_bytes) && (!best_fit || a.mean_step_ns() < best_fit->first)) {
+          best_fit = {a.mean_step_ns(), b};
         }
       }
       if (!best_any) {
@@ -353,6 +373,7 @@ int tune(const TuneOptions& options) {
   core::CsvRowWriter candidates(dir / "candidates.csv", {"candidate", "settings", "feasible", "worst_ratio",
                                                          "mean_ratio", "score"});
   std::size_t candidate_count = 0;
+  double best_score = -1e300;
   const core::PatternSearch search(space.dimensions(), search_options);
   const core::SearchResult result = search.run([&](const std::vector<std::vector<double>>& batch) {
     std::vector<Job> jobs;
@@ -380,16 +401,57 @@ int tune(const TuneOptions& options) {
       scores.push_back(score.value);
     }
     candidate_count += batch.size();
-    std::printf("tune: %zu of %d candidates scored; best so far %.4f\n", candidate_count, options.budget,
-                *std::max_element(scores.begin(), scores.end()));
+    best_score = std::max(best_score, *std::max_element(scores.begin(), scores.end()));
+    std::printf("tune: search: %zu of at most %d candidates scored; best score so far %.4f%s\n", candidate_count,
+                options.budget, best_score, best_score < 0 ? " (none fits yet)" : "");
     std::fflush(stdout);
     return scores;
   });
   candidates.close();
+  const std::string stop_text =
+      result.stopped_by_budget
+          ? "the search used its whole --budget (" + std::to_string(result.history.size()) +
+                " candidates) while its steps were still large: a larger --budget may go further"
+          : "the search stopped on its own after " + std::to_string(result.history.size()) + " of " +
+                std::to_string(options.budget) + " candidates (its steps shrank below the smallest): a larger --budget "
+                "would not change the result";
+  std::printf("tune: %s\n", stop_text.c_str());
   if (result.best.score < 0) {
-    throw core::InputError({options.scenarios.front(), 0}, "",
-                           "no candidate fits the memory cap on every scenario and seed",
-                           "a larger --memory-cap, or a larger --budget");
+    // Say what fills memory where it is lowest, so the user knows what to change.
+    evaluator.finish();
+    std::ostringstream why;
+    why << "# Tune report: no setting fits the memory cap\n\n- memory cap (peak reserved): "
+        << (cap_bytes > 0 ? gib(cap_bytes) + " GiB" : std::string("none: every candidate runs out of device memory somewhere"))
+        << "\n- " << stop_text << "\n\n## The lowest peak any tried point reached\n\n"
+        << "| scenario | lowest peak reserved (GiB) | at | model states | activations | gathered parameters | "
+           "gradients | allocator cache |\n|---|---|---|---|---|---|---|---|\n";
+    std::int64_t needed = 0;
+    for (std::size_t s = 0; s < n; ++s) {
+      const LowestPeak& low = evaluator.lowest_peaks()[s];
+      needed = std::max(needed, low.peak_reserved_bytes);
+      why << "| " << bases[s].name << " | " << gib(low.peak_reserved_bytes) << " | " << low.configuration << " | ";
+      if (low.breakdown) {
+        const core::PeakMemoryBreakdown& b = *low.breakdown;
+        why << gib(b.model_states_bytes) << " | " << gib(b.activation_bytes) << " | " << gib(b.gathered_param_bytes)
+            << " | " << gib(b.gradient_bytes) << " | " << gib(b.cache_bytes()) << " |\n";
+      } else {
+        why << "- | - | - | - | - |\n";
+      }
+    }
+    why << "\nModel states are the rank's parameter shards, fp32 master weights, Adam moments, gradient partition "
+           "and IPG bucket: no prefetch setting changes them (more ranks, offload or a smaller model does). "
+           "Activations follow the micro batch and sequence length (activation checkpointing cuts them). Gathered "
+           "parameters and the allocator's cache are what the searched keys move.\n";
+    core::write_text_atomically(dir / "report.md", why.str());
+    std::fprintf(stderr, "%s", why.str().substr(why.str().find("## The lowest")).c_str());
+    throw core::InputError({options.scenarios.front(), 0}, "memory-cap",
+                           "cannot be met: no candidate fits it on every scenario and seed; the lowest peak any "
+                           "tried point reached is " + gib(needed) + " GiB (" + stop_text + "; report.md says what "
+                           "fills memory)",
+                           "a --memory-cap of at least " + gib(needed) + " GiB" +
+                               (result.stopped_by_budget ? std::string(", or a larger --budget") : std::string()) +
+                               ", or less in the model states or activations (more ranks, offload, a smaller micro "
+                               "batch, activation checkpointing)");
   }
   const std::vector<double>& tuned = result.best.values;
 
@@ -420,6 +482,62 @@ int tune(const TuneOptions& options) {
     best_held.push_back(aggregate({best_outcomes.begin() + static_cast<std::ptrdiff_t>(s * held_out.size()),
                                    best_outcomes.begin() + static_cast<std::ptrdiff_t>((s + 1) * held_out.size())}));
   }
+
+  // Attribution: every knob the search changed, alone on the defaults, on the held-out seeds.
+  // Knobs not worth more than the seeds' spread go back to their defaults (tune_attribution.hpp).
+  std::vector<double> default_values;
+  for (const auto& d : space.dimensions()) default_values.push_back(d.start);
+  std::vector<KnobChange> knobs;
+  for (std::size_t i = 0; i < tuned.size(); ++i) {
+    const core::SearchDimension& d = space.dimensions()[i];
+    const std::string default_text = format_tuned_value(d.start, d.integer);
+    const std::string tuned_text = format_tuned_value(tuned[i], d.integer);
+    if (default_text == tuned_text) continue;
+    std::vector<double> alone = default_values;
+    alone[i] = tuned[i];
+    std::printf("tune: attribution: %s alone (%s -> %s) on %zu held-out seeds\n", d.name.c_str(), default_text.c_str(),
+                tuned_text.c_str(), held_out.size());
+    std::fflush(stdout);
+    knobs.push_back({i, d.name, default_text, tuned_text,
+                     run_configuration(evaluator, n, held_out, "attribution", d.name + " alone", space.overrides(alone))});
+  }
+  std::vector<std::string> scenario_names;
+  for (const auto& base : bases) scenario_names.push_back(base.name);
+  std::vector<KnobVerdict> verdicts = judge_knobs(scenario_names, policy_default_held, knobs);
+  const auto fits = [&](const std::vector<Aggregate>& runs) {
+    return std::all_of(runs.begin(), runs.end(), [&](const Aggregate& a) {
+      return a.ok && (cap_bytes == 0 || a.peak_reserved_bytes <= cap_bytes);
+    });
+  };
+  std::vector<double> recommended;
+  std::vector<Aggregate> recommended_held;
+  const auto recommend = [&] {
+    recommended = default_values;
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < knobs.size(); ++k) {
+      if (!verdicts[k].kept()) continue;
+      recommended[knobs[k].dimension] = tuned[knobs[k].dimension];
+      ++kept;
+    }
+    if (kept == knobs.size()) {
+      recommended = tuned;
+      recommended_held = tuned_held;
+    } else if (kept == 0) {
+      recommended_held = policy_default_held;
+    } else {
+      recommended_held = run_configuration(evaluator, n, held_out, "attribution", "recommended",
+                                           space.overrides(recommended));
+    }
+  };
+  recommend();
+  for (const std::size_t k : memory_order(knobs, verdicts)) {
+    if (fits(recommended_held)) break;
+    verdicts[k].kept_for_memory = true;
+    verdicts[k].reason += "; kept all the same: without it the recommendation peaks above the memory cap";
+    recommend();
+  }
+  const std::size_t kept_count = static_cast<std::size_t>(
+      std::count_if(verdicts.begin(), verdicts.end(), [](const KnobVerdict& v) { return v.kept(); }));
   evaluator.finish();
 
   // Outputs. Nothing below depends on the clock, the host or -j.
@@ -437,8 +555,8 @@ int tune(const TuneOptions& options) {
     yaml_header += "# The static settings are DeepSpeed keys: see ds_config.json (a scenario loads it with\n"
                    "# zero: {ds_config: ds_config.json}).\n";
   }
-  core::write_text_atomically(dir / "controller.yaml", space.controller_yaml(tuned, yaml_header));
-  core::write_json_atomically(dir / "ds_config.json", space.ds_config(tuned));
+  core::write_text_atomically(dir / "controller.yaml", space.controller_yaml(recommended, yaml_header));
+  core::write_json_atomically(dir / "ds_config.json", space.ds_config(recommended));
 
   nlohmann::json summary;
   summary["policy"] = space.policy_name();
@@ -449,7 +567,9 @@ int tune(const TuneOptions& options) {
   summary["budget"] = options.budget;
   summary["candidates_scored"] = result.history.size();
   summary["score"] = result.best.score;
-  summary["overrides"] = space.overrides(tuned);
+  summary["stopped_by_budget"] = result.stopped_by_budget;
+  summary["overrides"] = space.overrides(recommended);
+  summary["search_overrides"] = space.overrides(tuned);
   nlohmann::json rows = nlohmann::json::array();
 
   std::ostringstream md;
@@ -463,35 +583,80 @@ int tune(const TuneOptions& options) {
      << fixed(kMeanWeight, 1) << " x the mean of those ratios (tie-breaker); infeasible = any run out of memory "
      << "or over the cap. Tuned score " << fixed(result.best.score, 4) << "\n"
      << "- search: pattern (compass) search with shrinking steps in log space (apps/search/tune_search.hpp)\n\n"
-     << "## Tuned settings\n\n| key | value | in DeepSpeed |\n|---|---|---|\n";
-  for (const auto& setting : space.settings(tuned)) {
-    md << "| " << setting.key << " | " << setting.value << " | " << setting.deepspeed << " |\n";
+     << "- " << stop_text << "\n\n"
+     << "## Tuned settings\n\n"
+     << "The recommendation (controller.yaml, ds_config.json) keeps only the knobs worth more than the seeds' "
+        "spread (see the attribution below); the others are back at their defaults.\n\n"
+     << "| key | search's best | recommended | in DeepSpeed |\n|---|---|---|---|\n";
+  {
+    const std::vector<TunedSetting> found = space.settings(tuned);
+    const std::vector<TunedSetting> kept_settings = space.settings(recommended);
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      md << "| " << found[i].key << " | " << found[i].value << " | " << kept_settings[i].value << " | "
+         << kept_settings[i].deepspeed << " |\n";
+    }
+  }
+  md << "\n## What each knob is worth\n\n"
+     << "Each knob the search changed, alone on the " << default_label << " settings, then all together, on the "
+     << held_out.size() << " held-out seeds. \"seeds' spread\" is (slowest - fastest) / mean over those seeds; a "
+     << "knob is kept when alone it is faster than the " << default_label << " by more than that spread on some "
+     << "scenario (and runs everywhere); a dropped knob comes back only if the memory cap needs it.\n\n";
+  if (knobs.empty()) {
+    md << "The search's best is the " << default_label << " setting itself: nothing to attribute.\n";
+  } else {
+    std::vector<AttributionRow> attribution_rows;
+    for (std::size_t k = 0; k < knobs.size(); ++k) {
+      attribution_rows.push_back({knobs[k].key + " " + knobs[k].default_value + " -> " + knobs[k].tuned_value + " alone",
+                                  &knobs[k].alone,
+                                  verdicts[k].faster ? "kept" : verdicts[k].kept_for_memory ? "kept (memory cap)" : "dropped"});
+    }
+    attribution_rows.push_back({"all " + std::to_string(knobs.size()) + " together (search's best)", &tuned_held, ""});
+    if (kept_count != knobs.size() && kept_count != 0) {
+      attribution_rows.push_back({"recommended (" + std::to_string(kept_count) + " kept)", &recommended_held, ""});
+    }
+    md << attribution_table(scenario_names, policy_default_held, default_label, attribution_rows) << "\n";
+    for (std::size_t k = 0; k < knobs.size(); ++k) {
+      md << "- `" << knobs[k].key << "` " << (verdicts[k].kept() ? "kept" : "back to " + knobs[k].default_value)
+         << ": " << verdicts[k].reason << "\n";
+    }
+    for (std::size_t s = 0; s < n; ++s) {
+      if (policy_default_held[s].spread() == 0) {
+        md << "\n" << bases[s].name << ": the seeds do not change its step time (its `noise:` section has no jitter), "
+           << "so its spread is 0 and any change counts; set noise.compute_jitter to judge against seed noise.\n";
+      }
+    }
+    if (kept_count == 0) {
+      md << "\nNo knob is worth more than the seeds' spread: the recommendation is the " << default_label
+         << " setting.\n";
+    }
   }
   md << "\n## Per scenario, mean of " << held_out.size() << " held-out seeds\n\n"
      << "| scenario | configuration | steady step (ms) | vs " << default_label << " | vs best static | peak reserved (GiB) | status |\n"
      << "|---|---|---|---|---|---|---|\n";
   for (std::size_t s = 0; s < n; ++s) {
     auto line = [&](const std::string& label, const Aggregate& a) {
-      md << "| " << bases[s].name << " | " << label << " | " << ms(a.mean_step_ns) << " | "
-         << percent(policy_default_held[s].mean_step_ns / a.mean_step_ns) << " | "
-         << percent(best_held[s].mean_step_ns / a.mean_step_ns) << " | " << gib(a.peak_reserved_bytes) << " | "
+      md << "| " << bases[s].name << " | " << label << " | " << ms(a.mean_step_ns()) << " | "
+         << percent(policy_default_held[s].mean_step_ns() / a.mean_step_ns()) << " | "
+         << percent(best_held[s].mean_step_ns() / a.mean_step_ns()) << " | " << gib(a.peak_reserved_bytes) << " | "
          << a.status << " |\n";
     };
     line("best static (bucket " + std::to_string(best_static_bucket[s]) + ")", best_held[s]);
     line("DeepSpeed default (static 5e7)", deepspeed_held[s]);
     if (policy != TunePolicy::kStatic) line(default_label, policy_default_held[s]);
     line("tuned", tuned_held[s]);
+    if (kept_count != knobs.size()) line("recommended", recommended_held[s]);
     nlohmann::json row;
     row["scenario"] = bases[s].name;
     row["best_static_bucket_numel"] = best_static_bucket[s];
     auto put = [&](const char* key, const Aggregate& a) {
-      row[key] = {{"mean_steady_step_ns", a.mean_step_ns}, {"peak_reserved_bytes", a.peak_reserved_bytes},
+      row[key] = {{"mean_steady_step_ns", a.mean_step_ns()}, {"peak_reserved_bytes", a.peak_reserved_bytes},
                   {"status", a.status}};
     };
     put("best_static", best_held[s]);
     put("deepspeed_default", deepspeed_held[s]);
     put("policy_default", policy_default_held[s]);
     put("tuned", tuned_held[s]);
+    put("recommended", recommended_held[s]);
     rows.push_back(row);
   }
   md << "\n\"vs\" columns are throughput ratios (+ = the row is faster).\n";
@@ -512,6 +677,24 @@ int tune(const TuneOptions& options) {
     md << "\nDeployable: ds_config.json holds only the three adaptive keys, which need PR #8431.\n";
   }
   summary["scenarios"] = rows;
+  nlohmann::json attribution = nlohmann::json::array();
+  for (std::size_t k = 0; k < knobs.size(); ++k) {
+    nlohmann::json knob = {{"key", knobs[k].key},
+                           {"default", knobs[k].default_value},
+                           {"tuned", knobs[k].tuned_value},
+                           {"kept", verdicts[k].kept()},
+                           {"kept_for_memory", verdicts[k].kept_for_memory},
+                           {"reason", verdicts[k].reason}};
+    for (std::size_t s = 0; s < n; ++s) {
+      knob["alone"][bases[s].name] = {{"mean_steady_step_ns", knobs[k].alone[s].mean_step_ns()},
+                                      {"seed_spread", knobs[k].alone[s].spread()},
+                                      {"defaults_seed_spread", policy_default_held[s].spread()},
+                                      {"peak_reserved_bytes", knobs[k].alone[s].peak_reserved_bytes},
+                                      {"status", knobs[k].alone[s].status}};
+    }
+    attribution.push_back(knob);
+  }
+  summary["attribution"] = attribution;
   core::write_text_atomically(dir / "report.md", md.str());
   core::write_json_atomically(dir / "tune.json", summary);
 
@@ -538,7 +721,10 @@ CLI::App* add_tune_command(CLI::App& app, int* exit_code) {
       "the worst scenario's throughput relative to its own best static bucket (+0.1 x the mean),\n"
       "mean over --seeds seeds 1..N; nothing that runs out of memory or over --memory-cap.\n"
       "Writes DIR/controller.yaml, ds_config.json, report.md (held-out seeds 1001-1005),\n"
-      "tune.json, evaluations.csv (a row per simulation as it finishes) and candidates.csv.");
+      "tune.json, evaluations.csv (a row per simulation as it finishes) and candidates.csv.\n"
+      "report.md runs each changed knob alone against the defaults on the held-out seeds and keeps\n"
+      "only knobs worth more than the seeds' spread; a cap no point meets is exit 2 with the lowest\n"
+      "peak reached and what filled memory there.");
   command->add_option("scenarios", options->scenarios, "scenario YAML files")->required();
   command->add_option("--policy", options->policy, "static (default), ema_threshold or pace_search");
   command->add_option("--memory-cap", options->memory_cap, "peak reserved bytes allowed per GPU (e.g. 16GiB)");

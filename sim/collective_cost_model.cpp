@@ -1,5 +1,6 @@
 #include "collective_cost_model.hpp"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +32,18 @@ void check_collective_shape(const CollectiveShape& shape, int gpus_per_node, boo
   if (shape.ranks % shape.nodes != 0) bad("ranks must spread evenly over nodes");
   if (shape.ranks / shape.nodes > gpus_per_node) bad("more ranks per node than GPUs per node");
   if (shape.nodes > 1 && !has_network) bad("the profile has no network");
+}
+
+std::optional<TimeNs> measured_duration_ns(const core::CalibrationConstants& calibration,
+                                           const CollectiveShape& shape) {
+  if (shape.ranks < 2 || calibration.measured_collectives.empty()) return std::nullopt;
+  const core::NcclTestsOp op = shape.kind == CollectiveKind::kAllGather       ? core::NcclTestsOp::kAllGather
+                               : shape.kind == CollectiveKind::kReduceScatter ? core::NcclTestsOp::kReduceScatter
+                                                                              : core::NcclTestsOp::kAllReduce;
+  const core::MeasuredCollectiveCurve* curve =
+      core::find_measured_curve(calibration.measured_collectives, op, shape.ranks, shape.nodes);
+  if (!curve) return std::nullopt;
+  return static_cast<TimeNs>(std::llround(curve->time_us(shape.bytes) * 1e3));
 }
 
 std::unique_ptr<CollectiveCostModel> make_collective_cost_model(

@@ -5,6 +5,7 @@
 // (nccl_tuner_cost_model.hpp: NCCL's tuner with protocol, algorithm and channel choice).
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "core/hardware/calibration.hpp"
 #include "core/hardware/hardware_profile.hpp"
@@ -41,6 +42,12 @@ class CollectiveCostModel {
 // empty groups, ranks not spread evenly over nodes or more than a node holds, several nodes
 // without a network.
 void check_collective_shape(const CollectiveShape& shape, int gpus_per_node, bool has_network);
+
+// The calibration's measured curve for this shape's op and group, if it has one
+// (core/hardware/measured_collective_curve.hpp): its time at the shape's size, rounded to ns.
+// Both models answer with it where it applies; a one-rank group still costs 0.
+std::optional<TimeNs> measured_duration_ns(const core::CalibrationConstants& calibration,
+                                           const CollectiveShape& shape);
 
 std::unique_ptr<CollectiveCostModel> make_collective_cost_model(
     const core::HardwareProfile& profile, const core::CalibrationConstants& calibration);

@@ -699,6 +699,12 @@ NcclChoice NcclTunerCostModel::choose(const CollectiveShape& shape, AlgorithmFil
       if (c && (!best || c->tuner_seconds < best->tuner_seconds)) best = c;
     }
   }
+  if (!only) {
+    if (const auto measured = measured_duration_ns(calibration_, shape)) {
+      best->duration_ns = *measured;
+      best->measured = true;
+    }
+  }
   return *best;
 }
 

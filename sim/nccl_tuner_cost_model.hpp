@@ -25,7 +25,9 @@
 //     behind one switch uplink, and the bidirectional rate where both directions run at once.
 //   - Rings across nodes: every step pays a network step (see ring charged latency).
 //
-// Calibration: a measured collective_latency_us replaces every latency; measured bus
+// Calibration: a measured curve for the call's op and group (measured_collectives, from
+// calibrate --from-nccl-tests) gives the time outright (choose with kAuto); otherwise a
+// measured collective_latency_us replaces every latency; measured bus
 // bandwidths replace the Simple ring figure (LL and LL128 follow from it) and switch the other
 // algorithms off, since they describe the collective as it ran.
 #include <optional>
@@ -63,6 +65,9 @@ struct NcclChoice {
   TimeNs charged_latency_ns = 0;
   double charged_bus_bandwidth_bytes_per_s = 0;
   TimeNs duration_ns = 0;  // charged, on the channels in use
+  // The calibration's measured curve set duration_ns (the choice fields above stay the model's,
+  // for the record of what NCCL would pick): choose() with kAuto only.
+  bool measured = false;
 };
 
 // A ring graph: channels x per-channel speed.

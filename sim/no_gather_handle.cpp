@@ -19,7 +19,8 @@ HostTask RankProcess::copy_up_without_gather(const core::Gather& gather, int mod
     const std::int64_t bytes = scenario.model.params[index].numel * dtype_bytes_;
     param_resident_bytes_[index] = bytes;
     add_gathered_bytes(bytes);
-    param_block_[index] = allocate(bytes, *all_gather_, module, "a parameter copied from host memory");
+    param_block_[index] = allocate(bytes, *all_gather_, module, "a parameter copied from host memory",
+                                    core::MemoryUse::kGatheredParams);
     if (!param_block_[index]) co_await Halt{};
     co_await spend(shared_.compute->host().kernel_launch_ns());  // one cudaMemcpyAsync per parameter
     launch_kernel(*all_gather_, at_rate_ns(bytes, shared_.host_to_device_bytes_per_s), shared_.label_host_copy);

@@ -1,5 +1,6 @@
 #include "rank_memory.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace prefetchlab::sim {
@@ -44,18 +45,42 @@ void RankMemory::note(TimeNs now_ns) {
   timeline_.push_back({now_ns, rank_, allocated, reserved});
 }
 
-std::optional<core::BlockHandle> RankMemory::allocate(std::int64_t bytes, StreamKind stream, TimeNs now_ns) {
+std::optional<core::BlockHandle> RankMemory::allocate(std::int64_t bytes, StreamKind stream, TimeNs now_ns,
+                                                      core::MemoryUse use) {
   report_progress();
+  const std::int64_t peak_before = peak_reserved_bytes();
   core::MallocResult result = allocator_.malloc(static_cast<std::uint64_t>(bytes), id_of(stream));
   if (!result) {
     oom_ = result.oom;
     return std::nullopt;
   }
+  const core::BlockHandle block = *result.block;
+  const auto size = static_cast<std::int64_t>(allocator_.info(block).size_bytes);
+  if (block_use_.size() <= block.index) block_use_.resize(block.index + 1);
+  block_use_[block.index] = {use, size};
+  live_by_use_[static_cast<int>(use)] += size;
+  // A new peak of reserved bytes, or the same peak with more of it allocated (the tightest moment).
+  const std::int64_t peak = std::max(peak_before, peak_breakdown_.reserved_bytes);
+  if (reserved_bytes() > peak || (reserved_bytes() == peak && allocated_bytes() > peak_breakdown_.allocated_bytes)) {
+    peak_breakdown_ = {rank_,
+                       reserved_bytes(),
+                       allocated_bytes(),
+                       live_by_use_[static_cast<int>(core::MemoryUse::kModelStates)],
+                       live_by_use_[static_cast<int>(core::MemoryUse::kActivations)],
+                       live_by_use_[static_cast<int>(core::MemoryUse::kGatheredParams)],
+                       live_by_use_[static_cast<int>(core::MemoryUse::kGradients)]};
+  }
   note(now_ns);
   return result.block;
 }
 
+void RankMemory::forget_block(core::BlockHandle block) {
+  const auto& [use, size] = block_use_.at(block.index);
+  live_by_use_[static_cast<int>(use)] -= size;
+}
+
 void RankMemory::free(core::BlockHandle block, TimeNs now_ns) {
+  forget_block(block);
   allocator_.free(block);
   note(now_ns);
 }
@@ -64,6 +89,7 @@ void RankMemory::free_after(core::BlockHandle block, const Stream& used_on, Time
   const auto id = id_of(used_on.kind());
   allocator_.note_enqueued(id, used_on.enqueued_ops());
   allocator_.record_stream(block, id);
+  forget_block(block);
   allocator_.free(block);
   note(now_ns);
 }

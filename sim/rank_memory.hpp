@@ -11,6 +11,7 @@
 
 #include "core/memory/caching_allocator.hpp"
 #include "core/memory/device_memory.hpp"
+#include "core/metrics/memory_breakdown.hpp"
 #include "core/metrics/metrics.hpp"
 #include "sim/device_stream.hpp"
 
@@ -21,8 +22,10 @@ class RankMemory {
   RankMemory(std::int64_t capacity_bytes, const core::AllocatorOptions& options,
              const Stream* const (&streams)[3], int rank, bool record_timeline);
 
-  // nullopt = out of memory; `oom()` then says what failed.
-  std::optional<core::BlockHandle> allocate(std::int64_t bytes, StreamKind stream, TimeNs now_ns);
+  // nullopt = out of memory; `oom()` then says what failed. `use` tags the block for the peak's
+  // breakdown (peak_breakdown()).
+  std::optional<core::BlockHandle> allocate(std::int64_t bytes, StreamKind stream, TimeNs now_ns,
+                                            core::MemoryUse use);
   // Frees a block used only on its allocation stream.
   void free(core::BlockHandle block, TimeNs now_ns);
   // Frees a block last used on `used_on` (recordStream): reusable once that stream passes here.
@@ -35,6 +38,9 @@ class RankMemory {
   void reset_peaks() { allocator_.reset_peak_stats(); }
   const std::optional<core::OutOfMemory>& oom() const { return oom_; }
   const core::CachingAllocator& allocator() const { return allocator_; }
+  // The split of reserved bytes when they last rose to their peak (reset_peaks does not reset it:
+  // it is the whole run's).
+  const core::PeakMemoryBreakdown& peak_breakdown() const { return peak_breakdown_; }
 
   // Appends the timeline points recorded since the last call (memory.csv), in time order, to
   // `out`; the internal buffer keeps its capacity for the next iteration.
@@ -52,6 +58,11 @@ class RankMemory {
   bool record_timeline_;
   std::optional<core::OutOfMemory> oom_;
   std::vector<core::MemoryPoint> timeline_;
+  // Per block index: its use and the bytes allocated_bytes counts for it; per use: live bytes.
+  std::vector<std::pair<core::MemoryUse, std::int64_t>> block_use_;
+  std::int64_t live_by_use_[core::kMemoryUses] = {};
+  core::PeakMemoryBreakdown peak_breakdown_;
+  void forget_block(core::BlockHandle block);
 };
 
 }  // namespace prefetchlab::sim

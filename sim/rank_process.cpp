@@ -91,9 +91,9 @@ RankProcess::HandleMemory& RankProcess::handle_memory(std::int64_t handle_id) {
 }
 
 std::optional<core::BlockHandle> RankProcess::allocate(std::int64_t bytes, const Stream& stream, int module,
-                                                       const char* what) {
+                                                       const char* what, core::MemoryUse use) {
   auto block = memory_->allocate(bytes, stream.kind() == StreamKind::kCompute ? StreamKind::kCompute : stream.kind(),
-                                 engine_.now_ns());
+                                 engine_.now_ns(), use);
   if (block) {
     track_memory_peaks();
     return block;
@@ -140,7 +140,7 @@ HostTask RankProcess::allocate_model_states() {
   };
   for (const State& state : states) {
     if (!state.resident || state.bytes == 0) continue;
-    if (!allocate(state.bytes, compute_, -1, state.what)) co_await Halt{};
+    if (!allocate(state.bytes, compute_, -1, state.what, core::MemoryUse::kModelStates)) co_await Halt{};
   }
 }
 
@@ -453,7 +453,7 @@ HostTask RankProcess::forward(int module) {
     saved = shared_.checkpoint_unit[m] ? shared_.checkpoint_input_bytes : 0;
   }
   if (saved > 0 && !activation_block_[m]) {
-    activation_block_[static_cast<std::size_t>(module)] = allocate(saved, compute_, module, "activations");
+    activation_block_[static_cast<std::size_t>(module)] = allocate(saved, compute_, module, "activations", core::MemoryUse::kActivations);
     if (!activation_block_[static_cast<std::size_t>(module)]) co_await Halt{};
   }
 
@@ -541,7 +541,7 @@ HostTask RankProcess::gradients_ready(int module) {
       waited = true;
     }
     // The parameter's gradient, produced by this module's backward on the compute stream.
-    const auto grad = allocate(numel * dtype_bytes_, compute_, module, "a gradient");
+    const auto grad = allocate(numel * dtype_bytes_, compute_, module, "a gradient", core::MemoryUse::kGradients);
     if (!grad) co_await Halt{};
     if (scenario.zero.contiguous_gradients) {
       launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(numel * dtype_bytes_), shared_.label_bucket_copy);
@@ -582,7 +582,7 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
   // less than world-size elements each) are not modelled.
   std::optional<core::BlockHandle> flat;
   if (!(bucket_.params().size() == 1 && padded_numel == numel)) {
-    flat = allocate(bytes, *reduce_scatter_, module, "a reduce-scatter bucket");
+    flat = allocate(bytes, *reduce_scatter_, module, "a reduce-scatter bucket", core::MemoryUse::kGradients);
     if (!flat) co_await Halt{};
     launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes), shared_.label_bucket_copy);
   }
@@ -654,7 +654,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       add_gathered_bytes(flat_bytes);  // allocated at issue time, on the all-gather stream
       // One flat buffer per handle in the allocator (a handle's dtype groups are one here).
       if (!memory.flat_block) {
-        memory.flat_block = allocate(flat_bytes, *all_gather_, context.module, "a gathered parameter buffer");
+        memory.flat_block = allocate(flat_bytes, *all_gather_, context.module, "a gathered parameter buffer",
+                                             core::MemoryUse::kGatheredParams);
         if (!memory.flat_block) co_await Halt{};
       }
       // The all_gather_coalesced call (the persistent re-gather's per-parameter bookkeeping is
@@ -719,7 +720,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
           if (coalesced) {
             add_gathered_bytes(numel * dtype_bytes_);
             param_block_[static_cast<std::size_t>(p)] =
-                allocate(numel * dtype_bytes_, stream, context.module, "a parameter copied out of its bucket");
+                allocate(numel * dtype_bytes_, stream, context.module, "a parameter copied out of its bucket",
+                         core::MemoryUse::kGatheredParams);
             if (!param_block_[static_cast<std::size_t>(p)]) co_await Halt{};
           } else {
             param_block_[static_cast<std::size_t>(p)] = handle.flat_block;  // the buffer is the parameter

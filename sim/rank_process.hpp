@@ -181,7 +181,8 @@ class RankProcess final : public StreamObserver {
   HostTask allocate_model_states();
   // Allocates through the caching allocator; on OOM records where and stops the world (the
   // caller then halts its host task with `co_await Halt{}`).
-  std::optional<core::BlockHandle> allocate(std::int64_t bytes, const Stream& stream, int module, const char* what);
+  std::optional<core::BlockHandle> allocate(std::int64_t bytes, const Stream& stream, int module, const char* what,
+                                            core::MemoryUse use);
   void track_memory_peaks();
   // Contract of core/control/prefetch_controller.hpp, steps 1-3, at reset_step.
   HostTask update_controller(std::int32_t iteration);

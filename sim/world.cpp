@@ -294,6 +294,26 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
   }
   for (auto& task : tasks) task.rethrow_if_failed();
   result_.events_processed = engine_.events_processed();
+  // What the unfinished iteration recorded (an OOM, a hang, an interrupt) still goes out: the
+  // memory timeline up to the stop is what explains it.
+  for (auto& rank : ranks_) {
+    if (sink_ && sink_->on_memory) {
+      memory_points_.clear();
+      rank->take_memory_timeline(memory_points_);
+      if (!memory_points_.empty()) sink_->on_memory(memory_points_);
+    } else {
+      rank->take_memory_timeline(result_.metrics.memory);
+    }
+  }
+  for (const auto& rank : ranks_) {
+    const RankMemory& memory = rank->memory();
+    result_.metrics.num_alloc_retries = std::max(
+        result_.metrics.num_alloc_retries, static_cast<std::int64_t>(memory.allocator().stats().num_alloc_retries));
+    const core::PeakMemoryBreakdown& peak = memory.peak_breakdown();
+    if (!result_.metrics.peak_memory || peak.reserved_bytes > result_.metrics.peak_memory->reserved_bytes) {
+      result_.metrics.peak_memory = peak;
+    }
+  }
   const auto oom_rank = std::find_if(ranks_.begin(), ranks_.end(), [](const auto& r) { return r->out_of_memory(); });
   if (oom_rank != ranks_.end()) {
     result_.status = core::RunStatus::kOutOfMemory;

@@ -103,6 +103,7 @@ SearchResult PatternSearch::run(const BatchScorer& score) const {
       step /= 2;
     }
   }
+  result.stopped_by_budget = step >= options_.min_step;
   return result;
 }
 

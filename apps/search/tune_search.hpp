@@ -43,6 +43,9 @@ struct SearchResult {
   ScoredCandidate best;
   std::vector<ScoredCandidate> history;  // every scored candidate, in scoring order
   std::size_t rounds = 0;
+  // Why it ended: true = the budget ran out while the step was still above min_step (a larger
+  // budget could go on); false = it stopped on its own (its step fell below min_step).
+  bool stopped_by_budget = false;
 };
 
 // Scores candidates (decoded values); higher is better. Called with batches; must return one

@@ -259,6 +259,7 @@ CalibrationConstants read_calibration(const YamlSection& section,
                 c.all_reduce_bus_bandwidth_bytes_per_s, gb_per_s);
   read_override(section, "collective_latency_us", kLatency, c.collective_latency_ns,
                 microseconds_to_ns);
+  c.measured_collectives = read_measured_curves(section);
   read_override(section, "gemm_half_volume_mnk", kHalfVolume, c.gemm_half_volume_mnk,
                 [](double v) { return v; });
   read_number(section, "contention_compute_factor", kContention, c.contention_compute_factor);

@@ -12,6 +12,7 @@
 //   with their fields below                                                       (microseconds)
 //   allgather_bus_bandwidth_gb_per_s, reduce_scatter_bus_bandwidth_gb_per_s,
 //   all_reduce_bus_bandwidth_gb_per_s                                            (1e9 B/s)
+//   measured_collectives (per-size times from nccl-tests logs; measured_collective_curve.hpp)
 //   contention_compute_factor, contention_collective_factor                      (fractions)
 //   contention_model: factors | shared_cores, shared_cores (CPU cores per node),
 //   shared_cores_collective_penalty (fraction),
@@ -25,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/hardware/measured_collective_curve.hpp"
 #include "core/input/yaml_section.hpp"
 
 namespace prefetchlab::core {
@@ -176,6 +178,10 @@ struct CalibrationConstants {
   // An all-reduce's measured busbw (nccl-tests all_reduce_perf); unset = the reduce-scatter and
   // all-gather phases' figures.
   std::optional<double> all_reduce_bus_bandwidth_bytes_per_s;
+  // Measured time-against-size curves (calibrate --from-nccl-tests saves one per log): a
+  // collective of a curve's op and group takes the curve's time instead of the model's
+  // (core/hardware/measured_collective_curve.hpp). YAML key measured_collectives.
+  std::vector<MeasuredCollectiveCurve> measured_collectives;
   // Which collective cost model the simulator uses: NCCL's tuner (protocol and algorithm
   // choice, sim/nccl_tuner_cost_model.hpp) or the plain ring/Simple model (sim/ring_cost_model.hpp).
   enum class CollectiveModel { kNcclTuner, kRing };

@@ -115,7 +115,12 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   std::istringstream in{std::string(text)};
   std::string raw;
   int line_no = 0;
-  std::size_t op_at = std::string::npos;
+  int op_line = 0;
+  int header_line = 0;  // the "# nThread" line of the run
+  int footer_line = 0;  // "# Avg bus bandwidth"
+  std::set<std::string> hosts;
+  const std::string one_run = "one nccl-tests run per file (split pasted runs into separate logs; run -d all or -o all "
+                              "as one run per type and op)";
   while (std::getline(in, raw)) {
     ++line_no;
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
@@ -123,9 +128,15 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     // The op: the first "<op>_perf" anywhere in the log (command line, banner).
     for (const auto op : {NcclTestsOp::kAllGather, NcclTestsOp::kReduceScatter, NcclTestsOp::kAllReduce}) {
       const auto at = line.find(std::string(nccl_tests_op_name(op)) + "_perf");
-      if (at != std::string_view::npos && !log.op) {
+      if (at == std::string_view::npos) continue;
+      if (!log.op) {
         log.op = op;
-        op_at = at;
+        op_line = line_no;
+      } else if (*log.op != op) {
+        throw InputError({file, line_no}, "", std::string("names ") + nccl_tests_op_name(op) + "_perf after " +
+                             nccl_tests_op_name(*log.op) + "_perf at line " + std::to_string(op_line) +
+                             ": two runs of different collectives pasted together",
+                         one_run);
       }
     }
     const auto tokens = split_ws(line);
@@ -142,10 +153,23 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
                              "a rank in [0, " + max_ranks + ")");
           }
           rank_ids.insert(static_cast<int>(*r));
+          // "#  Rank  0 Group  0 Pid 1234 on HOST device 0 [..] NAME"
+          for (std::size_t i = 2; i + 1 < words.size(); ++i) {
+            if (words[i] == "on") {
+              hosts.emplace(words[i + 1]);
+              break;
+            }
+          }
         }
       }
       for (std::size_t i = 0; i + 3 < words.size(); ++i) {
         if (words[i] == "nThread" && words[i + 2] == "nGpus") {
+          if (header_line != 0) {
+            throw InputError({file, line_no}, "nThread", "starts a second run (the first starts at line " +
+                                 std::to_string(header_line) + "): two runs pasted together",
+                             one_run);
+          }
+          header_line = line_no;
           const auto t = to_int(words[i + 1]);
           const auto g = to_int(words[i + 3]);
           // Each at least 1 and their product at most kMaxRanks (checked without overflow).
@@ -162,6 +186,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
         has_root = std::find(words.begin(), words.end(), "root") != words.end();
       }
       if (body.starts_with("Avg bus bandwidth")) {
+        footer_line = line_no;
         const auto colon = body.find(':');
         if (colon != std::string_view::npos) {
           const auto w = split_ws(body.substr(colon + 1));
@@ -171,6 +196,11 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
       continue;
     }
     if (!all_digits(tokens[0])) continue;  // NCCL INFO lines, warnings, other output
+    if (footer_line != 0) {
+      throw InputError({file, line_no}, "", "is a result row after the footer at line " + std::to_string(footer_line) +
+                           ": two runs pasted together",
+                       one_run);
+    }
     const auto fail = [&](const std::string& problem) {
       throw InputError({file, line_no}, "", problem, std::string(kRowExpected));
     };
@@ -205,7 +235,14 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
       if (algbw) *algbw = *a;
       busbw = *b;
       const std::string_view wrong = tokens[at + 3];
-      if (wrong != "N/A" && !to_double(wrong)) fail("#wrong '" + std::string(wrong) + "' is not a number or N/A");
+      const auto wrong_count = to_double(wrong);
+      if (wrong != "N/A" && !wrong_count) fail("#wrong '" + std::string(wrong) + "' is not a number or N/A");
+      if (wrong_count && *wrong_count != 0) {
+        throw InputError({file, line_no}, "#wrong",
+                         "is " + std::string(wrong) + " at size " + std::string(tokens[0]) +
+                             ": the collective returned wrong data, so its time is not a measurement",
+                         "rows with #wrong 0 (or N/A with -c 0); fix the system, then measure again");
+      }
     };
     placement(head, row.time_us, &row.algbw_gb_per_s, row.busbw_gb_per_s);
     if (tokens.size() >= head + 2 * per_placement) {
@@ -215,9 +252,17 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
       row.in_place_time_us = t;
       row.in_place_busbw_gb_per_s = b;
     }
+    // Sizes rise; only 0 may repeat (small -b on many ranks rounds several sizes down to 0 elements).
+    if (!log.rows.empty() && row.bytes <= log.rows.back().bytes && !(row.bytes == 0 && log.rows.back().bytes == 0)) {
+      throw InputError({file, line_no}, "size",
+                       "is " + std::to_string(row.bytes) + ", not above the row before it (line " +
+                           std::to_string(log.rows.back().line) + ", " + std::to_string(log.rows.back().bytes) +
+                           "): two runs pasted together, or one run over several types or ops",
+                       one_run);
+    }
     log.rows.push_back(std::move(row));
   }
-  (void)op_at;
+  if (!hosts.empty()) log.nodes = static_cast<int>(hosts.size());
   if (!rank_ids.empty()) {
     log.ranks = *rank_ids.rbegin() + 1;
   } else if (threads_times_gpus && *threads_times_gpus > 1) {

@@ -5,7 +5,11 @@
 // (out-of-place, then in-place; older versions have no root column), plus what the header tells
 // about the run. Lines may carry a launcher prefix ("0: " from srun -l, "[1,0]<stdout>:" from
 // Open MPI); NCCL INFO lines and other text are skipped. A line that starts like a result row
-// but does not parse is an InputError naming the file and line.
+// but does not parse is an InputError naming the file and line, and so is a log that is not one
+// clean run: a row with #wrong other than 0 or N/A (the collective returned wrong data, so its
+// time measures nothing), two different <op>_perf names, a second run header ("# nThread") or
+// result rows after the footer, and sizes that repeat or fall (two runs pasted together, or one
+// run over several types or ops: -d all / -o all).
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -37,6 +41,7 @@ struct NcclTestsLog {
   std::string file;
   std::optional<NcclTestsOp> op;    // from "<op>_perf" in the text (command line or banner)
   std::optional<int> ranks;         // from "#  Rank" lines, else nThread x nGpus, else sizes
+  std::optional<int> nodes;         // distinct host names of the "#  Rank ... on HOST" lines
   std::vector<NcclTestsRow> rows;   // in file order
   std::optional<double> avg_bus_bandwidth_gb_per_s;  // the footer
 };

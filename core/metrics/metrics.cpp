@@ -149,6 +149,14 @@ SummaryStats summarize(const Metrics& metrics, int warmup_iterations) {
     stats.peak_allocated_bytes = std::max(stats.peak_allocated_bytes, point.allocated_bytes);
     stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, point.reserved_bytes);
   }
+  stats.num_alloc_retries = metrics.num_alloc_retries;
+  stats.peak_memory = metrics.peak_memory;
+  // The allocator's own whole-run peak: it also covers an iteration that never finished (an
+  // OOM's), which no iteration record holds.
+  if (metrics.peak_memory) {
+    stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, metrics.peak_memory->reserved_bytes);
+    stats.peak_allocated_bytes = std::max(stats.peak_allocated_bytes, metrics.peak_memory->allocated_bytes);
+  }
   return stats;
 }
 

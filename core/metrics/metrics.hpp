@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/metrics/memory_breakdown.hpp"
 #include "core/zero/phase.hpp"
 #include "core/zero/trace_mode.hpp"
 
@@ -133,6 +134,12 @@ struct Metrics {
   std::vector<TimingSample> samples;
   std::vector<BucketRecord> buckets;
   std::vector<MemoryPoint> memory;
+  // The caching allocator's own counters, the most on any rank: times it freed its whole cache
+  // and retried a malloc (torch.cuda.memory_stats()'s num_alloc_retries).
+  std::int64_t num_alloc_retries = 0;
+  // What filled the fullest rank's memory at its peak (from the start of the run, the model
+  // states included, up to its end or OOM); unset where no allocator was simulated.
+  std::optional<PeakMemoryBreakdown> peak_memory;
 };
 
 // What summary.json reports. Rates are doubles (they are not times); times stay integer ns.
@@ -160,7 +167,8 @@ struct SummaryStats {
   std::int64_t mean_backward_stall_ns = 0;
 
   // Peaks over every iteration (warmup included: memory that ran out during warmup still ran
-  // out) and, for allocated/reserved, also over every MemoryPoint.
+  // out) and, for allocated/reserved, also over every MemoryPoint and the allocator's own
+  // whole-run peak (Metrics::peak_memory), so an OOM's unfinished iteration counts.
   std::int64_t peak_gathered_param_bytes = 0;
   std::int64_t peak_allocated_bytes = 0;
   std::int64_t peak_reserved_bytes = 0;
@@ -169,6 +177,10 @@ struct SummaryStats {
   // the (i+1)-th record), i.e. the maximum over ranks at each iteration's first fetch.
   // Per-rank values are in Metrics::buckets (buckets.csv).
   std::vector<std::int64_t> bucket_trajectory_numel;
+
+  // Metrics::num_alloc_retries and Metrics::peak_memory, as they are.
+  std::int64_t num_alloc_retries = 0;
+  std::optional<PeakMemoryBreakdown> peak_memory;
 };
 
 // Median of `values` (odd count: the middle one; even: the mean of the two middle ones rounded

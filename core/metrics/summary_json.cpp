@@ -37,6 +37,18 @@ nlohmann::ordered_json summary_to_json(const SummaryStats& stats, RunStatus stat
   out["peak_allocated_bytes"] = stats.peak_allocated_bytes;
   out["peak_reserved_bytes"] = stats.peak_reserved_bytes;
   out["bucket_trajectory_numel"] = stats.bucket_trajectory_numel;
+  // torch.cuda.memory_stats()'s name: mallocs that freed the allocator's cache and retried.
+  out["num_alloc_retries"] = stats.num_alloc_retries;
+  if (stats.peak_memory) {
+    const PeakMemoryBreakdown& p = *stats.peak_memory;
+    out["peak_reserved_breakdown"] = {{"rank", p.rank},
+                                      {"reserved_bytes", p.reserved_bytes},
+                                      {"model_states_bytes", p.model_states_bytes},
+                                      {"activation_bytes", p.activation_bytes},
+                                      {"gathered_param_bytes", p.gathered_param_bytes},
+                                      {"gradient_bytes", p.gradient_bytes},
+                                      {"allocator_cache_bytes", p.cache_bytes()}};
+  }
   out["scenario"] = resolved_scenario;
   return out;
 }

@@ -52,6 +52,18 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
   calibration["collective_latency_ns"] = cal.collective_latency_ns
                                              ? nlohmann::ordered_json(*cal.collective_latency_ns)
                                              : nlohmann::ordered_json("derived");
+  // Measured curves only when there are some, so a profile without them writes what it did.
+  if (!cal.measured_collectives.empty()) {
+    nlohmann::ordered_json curves = nlohmann::ordered_json::array();
+    for (const auto& curve : cal.measured_collectives) {
+      nlohmann::ordered_json item = {{"op", nccl_tests_op_name(curve.op)}, {"ranks", curve.ranks}};
+      item["nodes"] = curve.nodes ? nlohmann::ordered_json(*curve.nodes) : nlohmann::ordered_json("any");
+      item["sizes_bytes"] = curve.sizes_bytes;
+      item["times_us"] = curve.times_us;
+      curves.push_back(item);
+    }
+    calibration["measured_collectives"] = curves;
+  }
   out["cluster"]["calibration"] = calibration;
   out["zero"] = zero_config_to_json(scenario.zero);
   const ControllerConfig& c = scenario.controller;

@@ -210,3 +210,49 @@ TEST(RunCommand, BadScenarioExitsWithCode2AndWritesNoSummary) {
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_FALSE(fs::exists(out.path() / "summary.json"));
 }
+
+// Issue 22: an OOM run keeps its memory.csv rows up to the OOM, and its summary says what filled
+// memory (a cap below the model states: the run stops before any iteration finishes).
+TEST(RunCommand, OutOfMemoryKeepsMemoryRowsAndSaysWhatFilledMemory) {
+  TempDir out("oom-rows");
+  const auto result = run_cli("run " + (kScenarios / "tune" / "tiny-llama-2x-nvlink.yaml").string() + " -o " +
+                              out.path().string() +
+                              " --set output.trace=false --set output.memory_timeline=true"
+                              " --set memory.allocator.per_process_memory_fraction=0.0123");
+  EXPECT_EQ(result.exit_code, 4) << result.output;
+  const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+  EXPECT_EQ(summary["status"], "oom");
+  const std::string memory = read_file(out.path() / "memory.csv");
+  const auto rows = std::count(memory.begin(), memory.end(), '\n') - 1;
+  EXPECT_GT(rows, 0) << memory;
+  const auto& peak = summary["peak_reserved_breakdown"];
+  ASSERT_TRUE(peak.is_object()) << summary.dump(1);
+  EXPECT_GT(peak["model_states_bytes"].get<std::int64_t>(), 0);
+  const std::int64_t parts = peak["model_states_bytes"].get<std::int64_t>() + peak["activation_bytes"].get<std::int64_t>() +
+                             peak["gathered_param_bytes"].get<std::int64_t>() + peak["gradient_bytes"].get<std::int64_t>() +
+                             peak["allocator_cache_bytes"].get<std::int64_t>();
+  EXPECT_EQ(parts, peak["reserved_bytes"].get<std::int64_t>());
+  // The summary's peak is the allocator's, not 0 for want of a finished iteration.
+  EXPECT_EQ(summary["peak_reserved_bytes"], peak["reserved_bytes"]);
+}
+
+// Issue 22: a run whose allocator frees its cache and retries (torch's num_alloc_retries) still
+// ends ok, but counts the retries in the summary and warns at the end; without the pressure the
+// same scenario has none.
+TEST(RunCommand, AllocatorCacheFlushesAreCountedAndWarned) {
+  const std::string scenario = (kScenarios / "tune" / "tiny-llama-2x-nvlink.yaml").string();
+  TempDir pressed("retries");
+  const auto result = run_cli("run " + scenario + " -o " + pressed.path().string() +
+                              " --set output.trace=false --set memory.allocator.per_process_memory_fraction=0.0127");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  const auto summary = nlohmann::json::parse(read_file(pressed.path() / "summary.json"));
+  EXPECT_EQ(summary["status"], "ok");
+  EXPECT_GT(summary["num_alloc_retries"].get<std::int64_t>(), 0);
+  EXPECT_NE(result.output.find("warning: the caching allocator freed its cache and retried"), std::string::npos)
+      << result.output;
+  TempDir free_run("no-retries");
+  const auto plain = run_cli("run " + scenario + " -o " + free_run.path().string() + " --set output.trace=false");
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(nlohmann::json::parse(read_file(free_run.path() / "summary.json"))["num_alloc_retries"], 0);
+  EXPECT_EQ(plain.output.find("warning: the caching allocator"), std::string::npos) << plain.output;
+}

@@ -5,6 +5,8 @@
 // held-out seeds; the outputs do not depend on -j.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -176,4 +178,97 @@ TEST(TuneCommand, TuneScenariosRunAsIs) {
     EXPECT_EQ(summary["status"], "ok") << entry.path();
   }
   EXPECT_GE(count, 4);
+}
+
+namespace {
+
+// evaluations.csv's peak_reserved_bytes column (the last), per row.
+std::vector<std::int64_t> evaluated_peaks(const fs::path& csv_path) {
+  std::ifstream csv(csv_path);
+  std::string line;
+  std::getline(csv, line);
+  std::vector<std::int64_t> peaks;
+  while (std::getline(csv, line)) peaks.push_back(std::stoll(line.substr(line.rfind(',') + 1)));
+  return peaks;
+}
+
+std::string gib_text(std::int64_t bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buffer;
+}
+
+}  // namespace
+
+// Issue 22: every knob the search changed is run alone against the defaults; the recommendation
+// keeps exactly the knobs whose gain beats the defaults' seed spread (or that the cap needs), and
+// ds_config.json holds the defaults for the others.
+TEST(TuneCommand, AttributionKeepsOnlyKnobsWorthMoreThanTheSeedSpread) {
+  const TempDir dir("tune-attr");
+  const fs::path out = dir.path() / "out";
+  const auto result = run_cli("tune " + kBert + " --policy static --memory-cap 2600MiB --seeds 1 --budget 9 -j 2 -o " +
+                              out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("tune: search: "), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("tune: attribution: "), std::string::npos) << result.output;
+  const nlohmann::json tuned = nlohmann::json::parse(read_file(out / "tune.json"));
+  ASSERT_TRUE(tuned["attribution"].is_array());
+  // The cap binds on BERT (the defaults peak above it), so the search must have moved something.
+  ASSERT_FALSE(tuned["attribution"].empty()) << tuned.dump(1);
+  const double defaults_ns = tuned["scenarios"][0]["deepspeed_default"]["mean_steady_step_ns"];
+  const nlohmann::json ds = nlohmann::json::parse(read_file(out / "ds_config.json"))["zero_optimization"];
+  const std::string report = read_file(out / "report.md");
+  EXPECT_NE(report.find("## What each knob is worth"), std::string::npos) << report;
+  for (const auto& knob : tuned["attribution"]) {
+    const std::string key = knob["key"];
+    const auto& alone = knob["alone"]["bert-base-2x-pcie"];
+    const double gain = defaults_ns / alone["mean_steady_step_ns"].get<double>() - 1.0;
+    const double spread = alone["defaults_seed_spread"];
+    const bool faster = alone["status"] == "ok" && gain > spread;
+    EXPECT_EQ(knob["kept"].get<bool>(), faster || knob["kept_for_memory"].get<bool>()) << knob.dump();
+    if (!faster) {
+      EXPECT_EQ(knob["kept_for_memory"].get<bool>(), knob["kept"].get<bool>()) << knob.dump();
+    }
+    const std::string expected = knob["kept"].get<bool>() ? knob["tuned"] : knob["default"];
+    EXPECT_EQ(std::to_string(ds[key].get<std::int64_t>()), expected) << key;
+    EXPECT_NE(report.find("| bert-base-2x-pcie | " + key + " " + knob["default"].get<std::string>() + " -> " +
+                          knob["tuned"].get<std::string>() + " alone |"),
+              std::string::npos)
+        << report;
+  }
+  // The recommendation itself holds the cap on the held-out seeds.
+  for (const auto& row : tuned["scenarios"]) {
+    EXPECT_EQ(row["recommended"]["status"], "ok");
+    EXPECT_LE(row["recommended"]["peak_reserved_bytes"].get<std::int64_t>(), 2600LL * 1024 * 1024);
+  }
+}
+
+// A cap below anything reachable: exit 2 naming the lowest peak any simulation reached (the
+// smallest peak in evaluations.csv) and, in report.md, what filled memory there. --budget is
+// advised only when the budget, not convergence, stopped the search.
+TEST(TuneCommand, UnmeetableCapSaysWhatFillsMemoryAndTheLowestPeak) {
+  const TempDir dir("tune-cap");
+  const fs::path cut = dir.path() / "cut";
+  auto result = run_cli("tune " + kTiny + " --policy static --memory-cap 1MiB --seeds 1 --budget 1 -o " + cut.string());
+  ASSERT_EQ(result.exit_code, 2) << result.output;
+  const auto peaks = evaluated_peaks(cut / "evaluations.csv");
+  ASSERT_FALSE(peaks.empty());
+  const std::int64_t lowest = *std::min_element(peaks.begin(), peaks.end());
+  EXPECT_NE(result.output.find("lowest peak any tried point reached is " + gib_text(lowest) + " GiB"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("a larger --budget"), std::string::npos) << result.output;
+  const std::string report = read_file(cut / "report.md");
+  for (const char* part : {"model states", "activations", "gathered parameters", "allocator cache",
+                           "| tiny-llama-2x-nvlink | " }) {
+    EXPECT_NE(report.find(part), std::string::npos) << part << "\n" << report;
+  }
+
+  const fs::path converged = dir.path() / "converged";
+  result = run_cli("tune " + kTiny + " --policy ema_threshold --deployable --memory-cap 1MiB --seeds 1 --budget 500 -j 2 -o " +
+                   converged.string());
+  ASSERT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("stopped on its own"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("larger --budget may"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("or a larger --budget"), std::string::npos) << result.output;
 }

@@ -85,3 +85,21 @@ TEST(TuneSearch, RejectsBadInput) {
   EXPECT_THROW(PatternSearch({}, SearchOptions{}), std::invalid_argument);
   EXPECT_THROW(PatternSearch({{"x", 0.0, 1.0, 0.5, true, false}}, SearchOptions{}), std::invalid_argument);
 }
+
+// The result says why the search ended, so tune advises a larger --budget only when it would help.
+TEST(TuneSearch, SaysWhetherTheBudgetOrConvergenceStoppedIt) {
+  const auto score = [](const std::vector<std::vector<double>>& batch) {
+    std::vector<double> scores;
+    for (const auto& v : batch) scores.push_back(bowl(v));
+    return scores;
+  };
+  SearchOptions options;
+  options.budget = 500;
+  const auto converged = PatternSearch(two_dimensions(), options).run(score);
+  EXPECT_LT(converged.history.size(), options.budget);
+  EXPECT_FALSE(converged.stopped_by_budget);
+  options.budget = 5;
+  const auto cut = PatternSearch(two_dimensions(), options).run(score);
+  EXPECT_EQ(cut.history.size(), 5u);
+  EXPECT_TRUE(cut.stopped_by_budget);
+}

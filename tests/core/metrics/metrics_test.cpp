@@ -405,7 +405,20 @@ TEST(SummaryJson, LayoutAndValues) {
                       "status", "exit_code", "message", "tool", "run", "steady_step_time_ns",
                       "samples_per_second", "tflops_per_gpu", "mean_exposed_comm_ns",
                       "mean_stall_ns", "peak_gathered_param_bytes", "peak_allocated_bytes",
-                      "peak_reserved_bytes", "bucket_trajectory_numel", "scenario"}));
+                      "peak_reserved_bytes", "bucket_trajectory_numel", "num_alloc_retries", "scenario"}));
+  EXPECT_EQ(json["num_alloc_retries"], 0);
+  EXPECT_FALSE(json.contains("peak_reserved_breakdown"));  // no allocator simulated
+  // With the allocator's account: the breakdown sums to the peak, which the summary's peak covers
+  // even when no iteration record reached it (an OOM's unfinished iteration).
+  pc::Metrics with_peak = metrics;
+  with_peak.num_alloc_retries = 3;
+  with_peak.peak_memory = pc::PeakMemoryBreakdown{1, 9'000'000'000, 8'000'000'000, 5'000'000'000, 2'000'000'000,
+                                                  600'000'000, 400'000'000};
+  const auto peak_json = pc::summary_to_json(pc::summarize(with_peak, 1), pc::RunStatus::kOutOfMemory, scenario, "");
+  EXPECT_EQ(peak_json["num_alloc_retries"], 3);
+  EXPECT_EQ(peak_json["peak_reserved_bytes"], 9'000'000'000LL);
+  EXPECT_EQ(peak_json["peak_reserved_breakdown"]["allocator_cache_bytes"], 1'000'000'000LL);
+  EXPECT_EQ(peak_json["peak_reserved_breakdown"]["rank"], 1);
   EXPECT_EQ(json["status"], "interrupted");
   EXPECT_EQ(json["exit_code"], 130);
   EXPECT_EQ(json["message"], "SIGINT");
