@@ -33,4 +33,13 @@ int run_guarded(const std::function<int()>& body) {
   }
 }
 
+std::string uncalibrated_note(const core::Scenario& scenario) {
+  const auto& keys = scenario.cluster.calibration.uncalibrated;
+  if (keys.empty()) return {};
+  std::string line = "note: " + scenario.name + ": absolute times rest on uncalibrated defaults for " +
+                     scenario.cluster.hardware.gpu.model + ":";
+  for (std::size_t i = 0; i < keys.size(); ++i) line += (i ? ", " : " ") + keys[i];
+  return line + " (measure them: prefetchlab calibrate, or set them under cluster.calibration)";
+}
+
 }  // namespace prefetchlab::apps

@@ -2,6 +2,7 @@
 // What every subcommand shares: where bundled data lives and how errors become exit codes.
 #include <filesystem>
 #include <functional>
+#include <string>
 
 #include "core/scenario/scenario.hpp"
 
@@ -27,5 +28,9 @@ core::BundledData bundled_data();
 // or a filesystem error such as a folder that cannot be made) -> "I/O error" naming the file and
 // exit 6; any other exception -> "internal error" and exit 1.
 int run_guarded(const std::function<int()>& body);
+
+// One line naming the calibration keys a scenario's results rest on as default estimates
+// (CalibrationConstants::uncalibrated); empty when there are none.
+std::string uncalibrated_note(const core::Scenario& scenario);
 
 }  // namespace prefetchlab::apps

@@ -136,6 +136,7 @@ int compare(const CompareOptions& options) {
   const std::string warmup = "training.warmup_iterations=1";
   for (const auto& file : options.scenarios) {
     const core::Scenario scenario = core::load_scenario(file, {}, bundled_data());
+    if (const std::string note = uncalibrated_note(scenario); !note.empty()) std::cerr << note << "\n";
     std::vector<std::function<Outcome()>> jobs;
     // The best static bucket: a x2 grid from 1e5 to max_live on the same seed, with the
     // scenario's other settings (the controller forced to static).

@@ -50,6 +50,7 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
             << scenario.cluster.hardware.name << ", micro_batch " << scenario.training.micro_batch << ", seq_len "
             << scenario.training.seq_len << ", prefetch bucket " << scenario.zero.prefetch_bucket_numel << "\n";
   for (const auto& note : scenario.notes) std::cout << "note: " << note << "\n";
+  if (const std::string note = uncalibrated_note(scenario); !note.empty()) std::cout << note << "\n";
   std::cout << "status:              " << core::run_status_name(result.status);
   if (!result.message.empty()) std::cout << " (" << result.message << ")";
   std::cout << "\niterations:          " << stats.iterations << " (" << stats.steady_iterations
@@ -133,6 +134,7 @@ int run(const RunOptions& options) {
                                             ? nlohmann::ordered_json::array()
                                             : core::check_expectations(scenario.expect, result.status, stats);
   summary["expectations"] = checks;
+  summary["uncalibrated"] = scenario.cluster.calibration.uncalibrated;
   // A scenario's `expect:` is a regression test: any check not met fails the run with exit
   // code 5 (summary.json says which and records that exit code). An interrupted run stays 130:
   // it did not finish, so its checks say nothing.

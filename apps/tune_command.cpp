@@ -309,6 +309,7 @@ int tune(const TuneOptions& options) {
   std::set<std::string> names;
   for (const auto& file : options.scenarios) {
     bases.push_back(core::load_scenario(file, {}, bundled));
+    if (const std::string note = uncalibrated_note(bases.back()); !note.empty()) std::cerr << note << "\n";
     if (!names.insert(bases.back().name).second) {
       throw core::InputError({file, 0}, "", "has the same name (file stem) as another scenario given",
                              "scenario files with different names");

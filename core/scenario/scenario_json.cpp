@@ -16,7 +16,8 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
   out["training"] = {{"micro_batch", t.micro_batch}, {"seq_len", t.seq_len},
                      {"dtype", dtype_name(t.dtype)}, {"iterations", t.iterations},
                      {"warmup_iterations", t.warmup_iterations}, {"grad_accum", t.grad_accum},
-                     {"activation_checkpointing", t.activation_checkpointing}};
+                     {"activation_checkpointing", t.activation_checkpointing},
+                     {"attention", attention_impl_name(t.attention)}};
   out["cluster"] = {{"hardware", scenario.cluster.hardware_ref},
                     {"hardware_name", scenario.cluster.hardware.name},
                     {"nodes", scenario.cluster.nodes},
@@ -35,7 +36,10 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
                                                                                                         : "factors"},
       {"shared_cores", cal.shared_cores},
       {"shared_cores_collective_penalty", cal.shared_cores_collective_penalty},
-      {"kernel_launch_ns", cal.kernel_launch_ns}};
+      {"kernel_launch_ns", cal.kernel_launch_ns},
+      {"kernel_gap_ns", cal.kernel_gap_ns},
+      {"attention_efficiency", cal.attention_efficiency},
+      {"attention_backward_efficiency", cal.attention_backward_efficiency}};
   // Host costs: the speed (JSON has no infinity: a free host is "inf"), then every DeepSpeed
   // host term at host_speed 1.
   calibration["host_speed"] = std::isinf(cal.host_speed) ? nlohmann::ordered_json("inf")

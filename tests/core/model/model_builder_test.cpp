@@ -330,18 +330,22 @@ TEST(ModelBuilder, AttentionCoreIsHalvedForCausalModels) {
 }
 
 TEST(ModelBuilder, KorthikantiActivationBytesPerGptAndBertLayer) {
-  // sbh(34 + 5as/h) bytes per layer: per token 34h, per token per position 5a.
+  // Eager attention: sbh(34 + 5as/h) bytes per layer: per token 34h, per token per position 5a.
+  // sdpa keeps no s^2 tensor but its output (2h) and log-sum-exp (4 bytes per head): 36h + 4a.
   for (const auto& [name, prefix] : std::vector<std::pair<std::string, std::string>>{
            {"gpt2-medium", "transformer.h.5"}, {"bert-large", "encoder.layer.5"}}) {
     SCOPED_TRACE(name);
-    const pc::ModelSpec spec = bundled(name);
-    pc::TokenScaled saved;
-    for (const int i : subtree(spec, module_index(spec, prefix))) {
-      saved += spec.modules[static_cast<std::size_t>(i)].activation_bytes;
+    for (const auto attention : {pc::AttentionImpl::kEager, pc::AttentionImpl::kSdpa}) {
+      const pc::ModelSpec spec = pc::load_model_file(kModelsDir / (name + ".yaml"), pc::DType::kBF16, attention);
+      pc::TokenScaled saved;
+      for (const int i : subtree(spec, module_index(spec, prefix))) {
+        saved += spec.modules[static_cast<std::size_t>(i)].activation_bytes;
+      }
+      const bool eager = attention == pc::AttentionImpl::kEager;
+      EXPECT_EQ(saved.fixed, 0);
+      EXPECT_EQ(saved.per_token, eager ? 34 * spec.hidden_size : 36 * spec.hidden_size + 4 * spec.num_heads);
+      EXPECT_EQ(saved.per_token_per_position, eager ? 5 * spec.num_heads : 0);
     }
-    EXPECT_EQ(saved.fixed, 0);
-    EXPECT_EQ(saved.per_token, 34 * spec.hidden_size);
-    EXPECT_EQ(saved.per_token_per_position, 5 * spec.num_heads);
   }
   // Our itemised Llama estimate (after Korthikanti et al., arXiv:2205.05198): sbh(14 + 4kv/a) + 6sbf + 4asb.
   const pc::ModelSpec llama = bundled("llama-2-7b");
