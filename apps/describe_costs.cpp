@@ -19,31 +19,33 @@ std::string format(const char* pattern, auto... values) {
   return buffer;
 }
 
-// Device time by kernel kind, and the module spans' remainder (launch gaps and host-issue stalls).
+// Device time by kernel kind, and the stream's remainder (launch gaps and host-issue stalls):
+// every kernel issued by one host thread at its per-kernel cost, run in order on one stream.
 struct KindTotals {
   std::array<std::int64_t, 3> kind_ns{};  // indexed by KernelKind
-  std::int64_t span_ns = 0;               // sum of module spans (kernels + gaps + stalls)
-  std::int64_t kernels = 0;
+  std::vector<sim::TimeNs> stream;        // kernel durations in launch order
+  std::int64_t span_ns = 0;               // the stream's span (kernels + gaps + stalls)
 
   void add_forward(const sim::ComputeModel& compute, const core::ModuleSpec& module, std::int64_t b, std::int64_t s) {
     for (const auto& kernel : module.kernels) {
       kind_ns[static_cast<std::size_t>(kernel.kind)] += compute.kernel_forward_ns(kernel, b, s);
     }
-    span_ns += compute.module_forward_ns(module, b, s);
-    kernels += sim::ComputeModel::forward_kernel_count(module);
+    const auto kernels = compute.module_forward_kernel_ns(module, b, s);
+    stream.insert(stream.end(), kernels.begin(), kernels.end());
   }
   void add_backward(const sim::ComputeModel& compute, const core::ModuleSpec& module, std::int64_t b, std::int64_t s) {
     for (const auto& kernel : module.kernels) {
       kind_ns[static_cast<std::size_t>(kernel.kind)] += compute.kernel_backward_ns(kernel, b, s);
     }
-    span_ns += compute.module_backward_ns(module, b, s);
-    kernels += sim::ComputeModel::backward_kernel_count(module);
+    const auto kernels = compute.module_backward_kernel_ns(module, b, s);
+    stream.insert(stream.end(), kernels.begin(), kernels.end());
   }
+  void finish(const sim::ComputeModel& compute, sim::TimeNs issue_ns) { span_ns = compute.stream_ns(stream, issue_ns); }
   std::string text() const {
     const double span = span_ns > 0 ? static_cast<double>(span_ns) : 1.0;
     const std::int64_t busy = kind_ns[0] + kind_ns[1] + kind_ns[2];
     return format("%10.1f us in %lld kernels: gemm %.1f%%, attention %.1f%%, memory %.1f%%, gaps and launch stalls %.1f%%",
-                  static_cast<double>(span_ns) / kNsPerUs, static_cast<long long>(kernels),
+                  static_cast<double>(span_ns) / kNsPerUs, static_cast<long long>(stream.size()),
                   100.0 * static_cast<double>(kind_ns[0]) / span, 100.0 * static_cast<double>(kind_ns[1]) / span,
                   100.0 * static_cast<double>(kind_ns[2]) / span,
                   100.0 * static_cast<double>(span_ns - busy) / span);
@@ -75,7 +77,8 @@ void print_compute_costs(const CostsInput& input, std::ostream& out) {
   const std::int64_t s = input.seq_len;
   out << "\ncompute costs on " << input.hardware->gpu.model << " (" << core::dtype_name(input.dtype)
       << ", attention " << core::attention_impl_name(input.attention) << ", micro_batch " << b << ", seq_len " << s
-      << "; kernel launch " << static_cast<double>(compute.host().kernel_launch_ns()) / kNsPerUs << " us on the host, gap "
+      << "; host " << static_cast<double>(compute.host().forward_op_host_ns()) / kNsPerUs << " us per forward kernel, "
+      << static_cast<double>(compute.host().backward_op_host_ns()) / kNsPerUs << " per backward kernel; gap "
       << static_cast<double>(input.calibration.kernel_gap_ns) / kNsPerUs << " us on the device)\n";
   const std::vector<int> layer = first_layer(model);
   if (!layer.empty()) {
@@ -96,24 +99,29 @@ void print_compute_costs(const CostsInput& input, std::ostream& out) {
     }
     KindTotals forward;
     KindTotals backward;
-    for (const int m : layer) {
-      forward.add_forward(compute, model.modules[static_cast<std::size_t>(m)], b, s);
-      backward.add_backward(compute, model.modules[static_cast<std::size_t>(m)], b, s);
+    for (const int m : layer) forward.add_forward(compute, model.modules[static_cast<std::size_t>(m)], b, s);
+    for (auto m = layer.rbegin(); m != layer.rend(); ++m) {
+      backward.add_backward(compute, model.modules[static_cast<std::size_t>(*m)], b, s);
     }
+    forward.finish(compute, compute.host().forward_op_host_ns());
+    backward.finish(compute, compute.host().backward_op_host_ns());
     out << "layer forward " << forward.text() << "\nlayer backward" << backward.text() << "\n";
   }
   KindTotals forward;
   KindTotals backward;
-  for (const auto& module : model.modules) {
-    forward.add_forward(compute, module, b, s);
-    backward.add_backward(compute, module, b, s);
+  for (const auto& module : model.modules) forward.add_forward(compute, module, b, s);
+  for (auto module = model.modules.rbegin(); module != model.modules.rend(); ++module) {
+    backward.add_backward(compute, *module, b, s);
   }
+  forward.finish(compute, compute.host().forward_op_host_ns());
+  backward.finish(compute, compute.host().backward_op_host_ns());
   const double model_flops = 3.0 * static_cast<double>(model.forward_flops(b, s));
   const double seconds = static_cast<double>(forward.span_ns + backward.span_ns) / 1e9;
   const auto peak = core::peak_dense_flops_per_s(*input.hardware, input.dtype);
   out << "model forward " << forward.text() << "\nmodel backward" << backward.text() << "\n";
   if (peak && seconds > 0) {
-    out << format("compute alone (no ZeRO-3 communication, hooks or recomputation): %.2f ms per micro-batch, "
+    out << format("compute alone (one host thread issuing every kernel; no ZeRO-3 communication, hooks or "
+                  "recomputation): %.2f ms per micro-batch, "
                   "MFU %.3f\n",
                   seconds * 1e3, model_flops / seconds / *peak);
   }

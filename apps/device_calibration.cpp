@@ -268,6 +268,8 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   }
   values["gemm_efficiency"] = fmt("%.6g", gemm_efficiency);
   values["gemm_half_volume_mnk"] = fmt("%.6g", g.half_volume_mnk);
+  // The fit above covers the executor's forward and backward GEMMs together (gemm_points).
+  values["gemm_backward_rate_ratio"] = "1";
   values["memory_efficiency"] = fmt("%.6g", memory_efficiency);
   values["device_adam_elements_per_s"] = fmt("%.6g", r.adam_elements_per_s);
   // Host costs of the executor this profile models (gpu_backend/, our C++ host program, not
@@ -276,6 +278,9 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   // hooks, fetch and release are C++ coordinator calls of well under a microsecond.
   values["host_speed"] = "1";
   values["kernel_launch_us"] = fmt("%.6g", r.kernel_launch_ns / 1e3);
+  // The executor launches a module's kernels straight from C++, forward and backward alike.
+  values["forward_op_host_us"] = fmt("%.6g", r.kernel_launch_ns / 1e3);
+  values["backward_op_host_us"] = fmt("%.6g", r.kernel_launch_ns / 1e3);
   for (const core::HostTerm& term : core::host_terms()) values[std::string(term.yaml_key)] = "0";
   values["host_allgather_call_us"] = fmt("%.6g", r.collective_launch_ns / 1e3);
   values["host_reduce_scatter_call_us"] = fmt("%.6g", r.collective_launch_ns / 1e3);

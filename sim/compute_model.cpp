@@ -55,13 +55,15 @@ ComputeModel::ComputeModel(const core::HardwareProfile& profile,
   }
   if (profile.gpu.memory_bandwidth_bytes_per_s <= 0 || calibration.gemm_efficiency <= 0 ||
       calibration.attention_efficiency <= 0 || calibration.attention_backward_efficiency <= 0 ||
-      calibration.memory_efficiency <= 0 || calibration.compute_time_scale < 0) {
+      calibration.memory_efficiency <= 0 || calibration.compute_time_scale < 0 ||
+      calibration.gemm_backward_rate_ratio <= 0) {
     throw std::invalid_argument("ComputeModel needs positive peaks and efficiencies");
   }
   effective_flops_per_s_ = *peak * calibration.gemm_efficiency;
   attention_flops_per_s_ = *peak * calibration.attention_efficiency;
   attention_backward_flops_per_s_ = *peak * calibration.attention_backward_efficiency;
   kernel_gap_ns_ = calibration.kernel_gap_ns;
+  gemm_backward_rate_ratio_ = calibration.gemm_backward_rate_ratio;
   gemm_half_volume_ = calibration.gemm_half_volume_mnk ? *calibration.gemm_half_volume_mnk :
       kGemmHalfVolume * (profile.gpu.sm_count > 0 ? profile.gpu.sm_count / kGemmReferenceSms : 1.0);
   effective_memory_bytes_per_s_ =
@@ -127,8 +129,10 @@ TimeNs ComputeModel::kernel_backward_ns(const core::KernelSpec& kernel, std::int
   const double flops = kernel.backward_flops_factor * static_cast<double>(kernel.flops.at(micro_batch, seq_len));
   const double bytes = kernel.backward_bytes_factor * static_cast<double>(kernel.bytes.at(micro_batch, seq_len));
   switch (kernel.kind) {
-    // dgrad and wgrad have the forward GEMM's M*N*K, so the same shape efficiency.
-    case core::KernelKind::kGemm: return kernel_ns_at(flops, bytes, gemm_fraction(kernel, micro_batch, seq_len));
+    // dgrad and wgrad have the forward GEMM's M*N*K, so the same shape efficiency, at the
+    // backward's measured share of the forward's rate.
+    case core::KernelKind::kGemm:
+      return kernel_ns_at(flops, bytes, gemm_backward_rate_ratio_ * gemm_fraction(kernel, micro_batch, seq_len));
     case core::KernelKind::kAttention:
       return kernel_ns_at(flops, bytes,
                           attention_backward_flops_per_s_ / effective_flops_per_s_ *
@@ -138,28 +142,27 @@ TimeNs ComputeModel::kernel_backward_ns(const core::KernelSpec& kernel, std::int
   throw std::logic_error("kernel_backward_ns: unknown KernelKind");
 }
 
-TimeNs ComputeModel::stream_ns(const std::vector<TimeNs>& kernel_ns) const {
+TimeNs ComputeModel::stream_ns(const std::vector<TimeNs>& kernel_ns, TimeNs launch_ns, TimeNs backlog_ns) const {
   if (compute_time_scale_ == 0) return 0;  // the free-compute what-if: no device time at all
-  const TimeNs launch_ns = host_.kernel_launch_ns();
   TimeNs end_ns = 0;
   for (std::size_t i = 0; i < kernel_ns.size(); ++i) {
-    const TimeNs issued_ns = static_cast<TimeNs>(i) * launch_ns;
+    const TimeNs issued_ns = std::max<TimeNs>(0, static_cast<TimeNs>(i) * launch_ns - backlog_ns);
     const TimeNs ready_ns = i == 0 ? 0 : end_ns + kernel_gap_ns_;
     end_ns = std::max(issued_ns, ready_ns) + kernel_ns[i];
   }
   return end_ns;
 }
 
-TimeNs ComputeModel::module_forward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
-                                       std::int64_t seq_len) const {
+std::vector<TimeNs> ComputeModel::module_forward_kernel_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
+                                                           std::int64_t seq_len) const {
   std::vector<TimeNs> durations;
   durations.reserve(module.kernels.size());
   for (const auto& kernel : module.kernels) durations.push_back(kernel_forward_ns(kernel, micro_batch, seq_len));
-  return stream_ns(durations);
+  return durations;
 }
 
-TimeNs ComputeModel::module_backward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
-                                        std::int64_t seq_len) const {
+std::vector<TimeNs> ComputeModel::module_backward_kernel_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
+                                                            std::int64_t seq_len) const {
   // A kernel's backward kernels are charged as equal parts of its backward time, in the reverse
   // order of the forward (autograd's).
   std::vector<TimeNs> durations;
@@ -169,7 +172,17 @@ TimeNs ComputeModel::module_backward_ns(const core::ModuleSpec& module, std::int
     const TimeNs total = kernel_backward_ns(*it, micro_batch, seq_len);
     for (int i = 0; i < count; ++i) durations.push_back(total / count + (i < total % count ? 1 : 0));
   }
-  return stream_ns(durations);
+  return durations;
+}
+
+TimeNs ComputeModel::module_forward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
+                                       std::int64_t seq_len) const {
+  return stream_ns(module_forward_kernel_ns(module, micro_batch, seq_len), host_.forward_op_host_ns());
+}
+
+TimeNs ComputeModel::module_backward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
+                                        std::int64_t seq_len) const {
+  return stream_ns(module_backward_kernel_ns(module, micro_batch, seq_len), host_.backward_op_host_ns());
 }
 
 std::int64_t ComputeModel::forward_kernel_count(const core::ModuleSpec& module) {

@@ -62,7 +62,8 @@ class ComputeModel {
 
   // A module's own work (children excluded) on the compute stream: its kernels back to back,
   // each kernel_gap after the previous one, and none before the host issued it (one launch per
-  // kernel, kernel_launch_ns apart, the first at 0): so a module of many small kernels is as
+  // kernel, forward_op_host_ns or backward_op_host_ns apart, the first at 0): so a module of
+  // many small kernels is as
   // slow as the host that issues them. The simulator launches it as one span of this length;
   // when the stream is still busy with earlier work the host-issue stalls it includes would
   // have been hidden (an overestimate only where both the host and the device are the limit).
@@ -70,6 +71,17 @@ class ComputeModel {
                            std::int64_t seq_len) const;
   TimeNs module_backward_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
                             std::int64_t seq_len) const;
+  // Kernels of these durations issued issue_interval_ns apart (the first at 0), run back to back
+  // kernel_gap apart on a stream that is busy for backlog_ns more before it can start the first:
+  // the span from that start to the last kernel's end. A host that issues slower than the
+  // device runs stalls the span, unless the backlog already covers the issue time.
+  TimeNs stream_ns(const std::vector<TimeNs>& kernel_ns, TimeNs issue_interval_ns, TimeNs backlog_ns = 0) const;
+  // The module's own kernels' device times, in launch order (backward: autograd's order, each
+  // kernel's backward time split over its backward kernels).
+  std::vector<TimeNs> module_forward_kernel_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
+                                               std::int64_t seq_len) const;
+  std::vector<TimeNs> module_backward_kernel_ns(const core::ModuleSpec& module, std::int64_t micro_batch,
+                                                std::int64_t seq_len) const;
   // How many kernels the host launches for the module's own forward and backward.
   static std::int64_t forward_kernel_count(const core::ModuleSpec& module);
   static std::int64_t backward_kernel_count(const core::ModuleSpec& module);
@@ -103,10 +115,9 @@ class ComputeModel {
  private:
   TimeNs kernel_ns_at(double flops, double bytes, double shape_fraction) const;
   double gemm_fraction(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
-  // Kernels of these durations issued kernel_launch apart, run back to back kernel_gap apart.
-  TimeNs stream_ns(const std::vector<TimeNs>& kernel_ns) const;
 
   double gemm_half_volume_ = 0;  // v0, scaled by the GPU's SMs
+  double gemm_backward_rate_ratio_ = 1;
   double effective_flops_per_s_ = 0;
   double attention_flops_per_s_ = 0;
   double attention_backward_flops_per_s_ = 0;

@@ -79,6 +79,31 @@ void Stream::push(const StreamOp& op) {
   if (state_ == State::kReady && !wake_scheduled_) advance();
 }
 
+TimeNs Stream::backlog_ns(TimeNs cap_ns) const {
+  if (queue_.empty()) return 0;
+  double work_ns = 0;  // full-speed nanoseconds
+  std::size_t i = 0;
+  switch (state_) {
+    case State::kRunningKernel: {
+      const double done = kernel_done_work_ns_ + static_cast<double>(engine_.now_ns() - kernel_progress_at_ns_) / slowdown_;
+      work_ns = std::max(0.0, static_cast<double>(queue_.front().duration_ns) - done);
+      i = 1;
+      break;
+    }
+    case State::kBlockedOnEvent:
+    case State::kInCollective: return cap_ns;
+    case State::kReady: break;
+  }
+  for (; i < queue_.size(); ++i) {
+    const StreamOp& op = queue_.at(i);
+    if (op.kind == OpKind::kCollective) return cap_ns;
+    if (op.kind == OpKind::kWait && !events_.signaled(op.event)) return cap_ns;
+    if (op.kind == OpKind::kKernel) work_ns += static_cast<double>(op.duration_ns);
+    if (work_ns * slowdown_ >= static_cast<double>(cap_ns)) return cap_ns;
+  }
+  return std::min(cap_ns, stretched(work_ns, slowdown_));
+}
+
 void Stream::wake() {
   if (wake_scheduled_) return;
   wake_scheduled_ = true;

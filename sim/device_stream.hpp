@@ -120,6 +120,11 @@ class Stream final : public EventHandler {
   int rank() const { return rank_; }
   StreamKind kind() const { return kind_; }
   bool idle() const { return queue_.empty() && state_ == State::kReady; }
+  // How long, from now, until the work already enqueued is done, if that is known and below
+  // `cap_ns`: the running kernel's remainder plus the queued kernels at the current speed.
+  // Returns cap_ns when the queue holds a wait on an unsignalled event or a collective (the
+  // end is unknown), or when the work reaches cap_ns.
+  TimeNs backlog_ns(TimeNs cap_ns) const;
   // Time the last operation finished (or 0): with idle(), when the stream drained.
   TimeNs last_done_ns() const { return last_done_ns_; }
   // Operations enqueued and finished so far: the stream "points" recordStream events wait for.

@@ -16,6 +16,8 @@ class FifoQueue {
   std::size_t size() const { return size_; }
   T& front() { return items_[head_]; }
   const T& front() const { return items_[head_]; }
+  // The i-th item from the front (i < size()).
+  const T& at(std::size_t i) const { return items_[(head_ + i) & (items_.size() - 1)]; }
   void push_back(const T& item) {
     if (size_ == items_.size()) grow();
     items_[(head_ + size_) & (items_.size() - 1)] = item;

@@ -17,6 +17,8 @@ HostCostModel::HostCostModel(const core::CalibrationConstants& c) {
   const double s = c.host_speed;
   if (!(s > 0)) throw std::invalid_argument("HostCostModel: host_speed must be > 0 (inf: a free host)");
   kernel_launch_ns_ = at_speed(c.kernel_launch_ns, s);
+  forward_op_host_ns_ = at_speed(c.forward_op_host_ns, s);
+  backward_op_host_ns_ = at_speed(c.backward_op_host_ns, s);
   pre_forward_hook_ns_ = at_speed(c.host_pre_forward_hook_ns, s);
   post_forward_hook_ns_ = at_speed(c.host_post_forward_hook_ns, s);
   pre_backward_hook_ns_ = at_speed(c.host_pre_backward_hook_ns, s);

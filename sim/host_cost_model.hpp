@@ -10,7 +10,7 @@
 //     wait loop                       per in-flight parameter waited on    inside
 //   -- `end` (compute waits for the all-gather stream) --
 //     prefetch __all_gather_params    gather_round + all_gather per call   after `end`
-//   module's own kernel               kernel_launch
+//   module's own kernels              forward_op_host / backward_op_host, per kernel
 //   post-forward hook                 backward_hook_setup + post_forward_hook + release
 //   post-backward hook                post_backward_hook + release
 //   gradient reduce-scatter           reduce_scatter (call + per param) + its kernel launches
@@ -32,6 +32,9 @@ class HostCostModel {
   explicit HostCostModel(const core::CalibrationConstants& calibration);
 
   TimeNs kernel_launch_ns() const { return kernel_launch_ns_; }
+  // A module's own eager work: host time per forward kernel and per backward kernel.
+  TimeNs forward_op_host_ns() const { return forward_op_host_ns_; }
+  TimeNs backward_op_host_ns() const { return backward_op_host_ns_; }
   TimeNs pre_forward_hook_ns() const { return pre_forward_hook_ns_; }
   TimeNs post_forward_hook_ns() const { return post_forward_hook_ns_; }
   TimeNs pre_backward_hook_ns() const { return pre_backward_hook_ns_; }
@@ -66,6 +69,7 @@ class HostCostModel {
 
  private:
   TimeNs kernel_launch_ns_ = 0;
+  TimeNs forward_op_host_ns_ = 0, backward_op_host_ns_ = 0;
   TimeNs pre_forward_hook_ns_ = 0, post_forward_hook_ns_ = 0, pre_backward_hook_ns_ = 0,
          post_backward_hook_ns_ = 0, backward_hook_setup_ns_ = 0;
   TimeNs fetch_call_ns_ = 0, fetch_per_param_ns_ = 0, fetch_per_inflight_param_ns_ = 0,

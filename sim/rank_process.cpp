@@ -423,11 +423,17 @@ HostTask RankProcess::fetch_hook(int module, core::Phase phase) {
   host_span(shared_.label_hook_fetch, hook_start);
 }
 
-HostTask RankProcess::launch_own_work(std::int64_t kernels, TimeNs device_ns, std::int32_t label) {
-  const TimeNs launch_ns = shared_.compute->host().kernel_launch_ns();
+HostTask RankProcess::launch_own_work(const std::vector<TimeNs>& kernel_ns, TimeNs launch_ns, std::int32_t label) {
+  const auto kernels = static_cast<TimeNs>(kernel_ns.size());
+  if (kernels == 0) {
+    launch_kernel(compute_, 0, label);  // a container's span in the trace; nothing to issue
+    co_return;
+  }
   co_await spend(launch_ns);
-  launch_kernel(compute_, noisy_compute_ns(device_ns), label);
-  if (kernels > 1) co_await spend((kernels - 1) * launch_ns);
+  const TimeNs issue_ns = (kernels - 1) * launch_ns;
+  const TimeNs backlog_ns = issue_ns > 0 ? compute_.backlog_ns(issue_ns) : 0;
+  launch_kernel(compute_, noisy_compute_ns(shared_.compute->stream_ns(kernel_ns, launch_ns, backlog_ns)), label);
+  if (issue_ns > 0) co_await spend(issue_ns);
 }
 
 HostTask RankProcess::forward(int module) {
@@ -441,8 +447,7 @@ HostTask RankProcess::forward(int module) {
   // The module's own work runs after its children (containers: residual adds, attention core):
   // the host launches its kernels one by one; the compute stream runs them as one span
   // (ComputeModel::module_forward_ns), which starts after the first launch.
-  co_await launch_own_work(shared_.forward_kernels[static_cast<std::size_t>(module)],
-                           shared_.forward_ns[static_cast<std::size_t>(module)],
+  co_await launch_own_work(shared_.forward_kernel_ns[static_cast<std::size_t>(module)], compute.host().forward_op_host_ns(),
                            shared_.forward_label[static_cast<std::size_t>(module)]);
   // What the module saves for backward stays allocated until its backward ran. Under
   // checkpointing a layer keeps only its input in the first forward; its modules save their
@@ -488,8 +493,7 @@ HostTask RankProcess::backward(int module) {
 
   // Own backward (data and weight gradients), then this module's gradient hooks; children
   // follow in reverse execution order (autograd order).
-  co_await launch_own_work(shared_.backward_kernels[static_cast<std::size_t>(module)],
-                           shared_.backward_ns[static_cast<std::size_t>(module)],
+  co_await launch_own_work(shared_.backward_kernel_ns[static_cast<std::size_t>(module)], compute.host().backward_op_host_ns(),
                            shared_.backward_label[static_cast<std::size_t>(module)]);
   if (auto& saved = activation_block_[static_cast<std::size_t>(module)]) {
     memory_->free(*saved, engine_.now_ns());  // compute stream: reusable by later kernels at once

@@ -90,10 +90,9 @@ struct SharedRankContext {
   LabelTable* labels = nullptr;
   TraceRecorder* trace = nullptr;
   SharedCores* shared_cores = nullptr;  // contention_model: shared_cores (else contention factors)
-  std::vector<TimeNs> forward_ns;   // per module, own work
-  std::vector<TimeNs> backward_ns;  // per module, own work
-  std::vector<std::int64_t> forward_kernels;   // per module, kernels its own forward launches
-  std::vector<std::int64_t> backward_kernels;  // per module, kernels its own backward launches
+  // Per module, its own work's kernels in launch order (ComputeModel::module_*_kernel_ns).
+  std::vector<std::vector<TimeNs>> forward_kernel_ns;
+  std::vector<std::vector<TimeNs>> backward_kernel_ns;
   std::vector<std::int64_t> activation_bytes;  // per module, saved for backward
   // Activation checkpointing: the transformer layers (units) and the modules inside them.
   std::vector<bool> checkpoint_unit;
@@ -165,9 +164,10 @@ class RankProcess final : public StreamObserver {
 
   HostTask run_iteration(std::int32_t iteration);
   HostTask fetch_hook(int module, core::Phase phase);
-  // Launches a module's own work: `kernels` launches on the host, one span of `device_ns` on
-  // the compute stream after the first.
-  HostTask launch_own_work(std::int64_t kernels, TimeNs device_ns, std::int32_t label);
+  // Launches a module's own work: one launch per kernel, `launch_ns` apart on the host, and one
+  // span on the compute stream after the first (ComputeModel::stream_ns, given the stream's
+  // backlog at that moment, so issue stalls the queued work hides are not charged).
+  HostTask launch_own_work(const std::vector<TimeNs>& kernel_ns, TimeNs launch_ns, std::int32_t label);
   HostTask forward(int module);
   HostTask backward(int module);
   TimeNs release_host_ns(int module, const core::Plan& release_plan) const;

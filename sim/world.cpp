@@ -95,10 +95,8 @@ void World::build_shared_context() {
   const auto b = scenario_.training.micro_batch;
   const auto s = scenario_.training.seq_len;
   for (const auto& module : model.modules) {
-    shared_.forward_ns.push_back(compute_->module_forward_ns(module, b, s));
-    shared_.backward_ns.push_back(compute_->module_backward_ns(module, b, s));
-    shared_.forward_kernels.push_back(ComputeModel::forward_kernel_count(module));
-    shared_.backward_kernels.push_back(ComputeModel::backward_kernel_count(module));
+    shared_.forward_kernel_ns.push_back(compute_->module_forward_kernel_ns(module, b, s));
+    shared_.backward_kernel_ns.push_back(compute_->module_backward_kernel_ns(module, b, s));
     shared_.activation_bytes.push_back(module.activation_bytes.at(b, s));
     const std::string name = module.display_name();
     shared_.forward_label.push_back(labels_.intern("fwd " + name));

@@ -233,6 +233,12 @@ CalibrationConstants default_calibration(std::string_view gpu_model) {
     c.uncalibrated.emplace_back("attention_backward_efficiency");
   }
   c.uncalibrated.emplace_back("kernel_launch_us");
+  c.uncalibrated.emplace_back("forward_op_host_us");
+  c.uncalibrated.emplace_back("backward_op_host_us");
+  // Fitted on an H200; H100 SXM has the same SMs and clocks.
+  if (gpu_model.find("H100") == std::string_view::npos && gpu_model.find("H200") == std::string_view::npos) {
+    c.uncalibrated.emplace_back("gemm_backward_rate_ratio");
+  }
   return c;
 }
 
@@ -243,12 +249,15 @@ CalibrationConstants read_calibration(const YamlSection& section,
   read_number(section, "memory_efficiency", kEfficiency, c.memory_efficiency);
   read_number(section, "attention_efficiency", kEfficiency, c.attention_efficiency);
   read_number(section, "attention_backward_efficiency", kEfficiency, c.attention_backward_efficiency);
+  read_number(section, "gemm_backward_rate_ratio", kEfficiency, c.gemm_backward_rate_ratio);
   read_microseconds(section, "kernel_gap_us", c.kernel_gap_ns);
   read_number(section, "compute_time_scale", kScale, c.compute_time_scale);
   read_number(section, "copy_time_scale", kScale, c.copy_time_scale);
   reject_removed_keys(section);
   read_host_speed(section, c.host_speed);
   read_microseconds(section, "kernel_launch_us", c.kernel_launch_ns);
+  read_microseconds(section, "forward_op_host_us", c.forward_op_host_ns);
+  read_microseconds(section, "backward_op_host_us", c.backward_op_host_ns);
   for (const HostTerm& term : host_terms()) read_microseconds(section, term.yaml_key, c.*term.field);
   const auto gb_per_s = [](double v) { return v * kBytesPerGigaByte; };
   read_override(section, "allgather_bus_bandwidth_gb_per_s", kBusBandwidth,

@@ -8,7 +8,9 @@
 // from a scenario's optional `cluster.calibration:` section (YAML keys carry their units:
 //   gemm_efficiency, memory_efficiency, compute_time_scale, copy_time_scale   (fractions)
 //   host_speed (a multiplier, or inf for a free host)
-//   kernel_launch_us, collective_latency_us, and the DeepSpeed host terms host_*_us listed
+//   gemm_backward_rate_ratio (a fraction of the forward GEMMs' rate)
+//   kernel_launch_us, forward_op_host_us, backward_op_host_us, collective_latency_us, and the
+//   DeepSpeed host terms host_*_us listed
 //   with their fields below                                                       (microseconds)
 //   allgather_bus_bandwidth_gb_per_s, reduce_scatter_bus_bandwidth_gb_per_s,
 //   all_reduce_bus_bandwidth_gb_per_s                                            (1e9 B/s)
@@ -51,6 +53,12 @@ struct CalibrationConstants {
   // default_attention_efficiency() picks the measured one for the GPU.
   double attention_efficiency = 0.5;
   double attention_backward_efficiency = 0.45;
+  // Backward GEMMs (data and weight gradients: the forward's M*N*K with transposed operands)
+  // run at this fraction of the forward GEMMs' rate. Fitted to one H200 (PyTorch 2.11, cuBLAS,
+  // bf16): a Llama-2-7B layer at batch 1 x 4096 tokens spends 6.72 ms in backward against
+  // 3.07 in forward, which this model matches with backward GEMMs at 0.88 of the forward's rate.
+  // One GPU's fit: listed as uncalibrated until measured.
+  double gemm_backward_rate_ratio = 0.88;
   // Device idle time between two back-to-back kernels of one stream when the host is ahead
   // (the next kernel's launch after the previous one retires). NVIDIA's CUDA Graphs post
   // (developer.nvidia.com/blog/cuda-graphs, 2019) measured a ~2.9 us kernel taking 3.8 us per
@@ -70,10 +78,20 @@ struct CalibrationConstants {
   // fits 0.369 (a loaded 2-core VM: 115 us of a GPU server's anchor against the 312 us it
   // recorded); inf = a free host (a what-if). calibrate --backend writes 1 and measured costs.
   double host_speed = 1.0;
-  // Host cost of one kernel launch from PyTorch eager mode (dispatcher + cudaLaunchKernel); CUDA,
-  // not DeepSpeed's Python, so not one of the terms below. No published figure at hand; 5 us is
-  // an estimate to calibrate.
+  // Host cost of one kernel launch from code that is already in C++ or a tight Python call
+  // (dispatcher + cudaLaunchKernel): DeepSpeed's own buffer copies, the optimizer's launches.
+  // ~3 us for cuLaunchKernel alone (meta-pytorch/tritonbench PR #1017, GB200); 5 us is an
+  // estimate to calibrate.
   std::int64_t kernel_launch_ns = 5'000;
+  // Host time per kernel of a model's own eager PyTorch work: forward through nn.Module calls,
+  // Python, the dispatcher, autograd's graph recording and the launch; backward through the
+  // autograd engine's nodes. Measured on one H200 server (PyTorch 2.11, bf16, eager): GPT-2-small
+  // and BERT-base layers are host-bound and take 35-40 us per forward kernel and 54-77 us per
+  // backward kernel (as this model counts kernels, core/model/module_costs.hpp); the geometric
+  // means are used. For scale: a bare scalar op costs ~2-7 us from Python (pytorch/pytorch
+  // issue #41383), before modules, autograd and launches. Machine-dependent: calibrate it.
+  std::int64_t forward_op_host_ns = 38'000;
+  std::int64_t backward_op_host_ns = 68'000;
   // DeepSpeed ZeRO-3's Python host path, term by term, in ns at host_speed 1. Where each falls
   // in DeepSpeed's code (deepspeedai/DeepSpeed deepspeed/runtime/zero/parameter_offload.py: the
   // module hooks; partitioned_param_coordinator.py: fetch_sub_module, __all_gather_params,

@@ -37,6 +37,9 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
       {"shared_cores", cal.shared_cores},
       {"shared_cores_collective_penalty", cal.shared_cores_collective_penalty},
       {"kernel_launch_ns", cal.kernel_launch_ns},
+      {"forward_op_host_ns", cal.forward_op_host_ns},
+      {"backward_op_host_ns", cal.backward_op_host_ns},
+      {"gemm_backward_rate_ratio", cal.gemm_backward_rate_ratio},
       {"kernel_gap_ns", cal.kernel_gap_ns},
       {"attention_efficiency", cal.attention_efficiency},
       {"attention_backward_efficiency", cal.attention_backward_efficiency}};

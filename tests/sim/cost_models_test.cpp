@@ -328,8 +328,9 @@ TEST(ComputeModel, BackwardIsTwiceForwardForLinearsAndMoreForAttention) {
     if (module.class_name == "Linear") {
       ++linears;
       EXPECT_GT(fwd, 0) << module.name;
-      // dgrad + wgrad, each the forward's GEMM, one launch gap apart.
-      EXPECT_NEAR(as_double(bwd), 2 * as_double(fwd) + as_double(p.calibration.kernel_gap_ns), 2) << module.name;
+      // dgrad + wgrad, each the forward's GEMM at the backward's rate ratio, one launch gap apart.
+      EXPECT_NEAR(as_double(bwd), 2 * as_double(fwd) / p.calibration.gemm_backward_rate_ratio +
+                                      as_double(p.calibration.kernel_gap_ns), 4) << module.name;
     }
   }
   EXPECT_EQ(linears, 32 * 7 + 1);
@@ -362,7 +363,10 @@ TEST(ComputeModel, LlamaLayerForwardOnH100NearResearchFigure) {
   double expected_linear_ns = 0;
   for (const auto& module : llama.modules) {
     if (module.name != "model.layers.0" && !module.name.starts_with("model.layers.0.")) continue;
-    const ps::TimeNs t = m.module_forward_ns(module, 1, 4096);
+    // The layer's large kernels keep the stream busy while the host issues the next ones: the
+    // device's own time, as a host with queued work ahead of it sees it.
+    const auto kernels = m.module_forward_kernel_ns(module, 1, 4096);
+    const ps::TimeNs t = m.stream_ns(kernels, m.host().forward_op_host_ns(), std::numeric_limits<ps::TimeNs>::max() / 2);
     layer_ns += t;
     if (module.class_name == "Linear") {
       linear_ns += t;
