@@ -62,6 +62,8 @@ pc::Scenario placement_scenario() {
       "cluster.calibration.reduce_scatter_bus_bandwidth_gb_per_s=1e12",
       "cluster.calibration.all_reduce_bus_bandwidth_gb_per_s=1e12",
       "cluster.calibration.kernel_launch_us=0",
+      "cluster.calibration.forward_op_host_us=0",
+      "cluster.calibration.backward_op_host_us=0",
   };
   const std::map<std::string, double> terms = {
       {"host_pre_forward_hook_us", kPreForwardUs},   {"host_pre_backward_hook_us", kPreBackwardUs},
