@@ -171,6 +171,10 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
       const std::string& name = trace.name_of(event);
       CollectiveKind kind = CollectiveKind::kOther;
       if (gloo_work_kind(name, &kind)) comm_work_track[static_cast<std::size_t>(track)] = true;
+      if (event.category == TraceCategory::kRuntime &&
+          (starts_with(name, "cudaLaunchKernel") || starts_with(name, "hipLaunchKernel") || starts_with(name, "hipExtLaunchKernel"))) {
+        out.launch_call_ns.push_back(event.dur_ns);
+      }
       if (event.category == TraceCategory::kRuntime && event.correlation >= 0) {
         Launch launch{event.ts_ns, -1, CollectiveKind::kOther};
         for (auto it = open.rbegin(); it != open.rend(); ++it) {

@@ -73,6 +73,7 @@ struct RankTimeline {
   std::int64_t forward_backward_links = 0;  // fwdbwd flow pairs
   std::int64_t launch_links = 0;            // kernels tied to their launch (correlation or ac2g)
   std::int64_t python_function_events = 0;
+  std::vector<std::int64_t> launch_call_ns;  // host durations of kernel launches (cudaLaunchKernel*, hipLaunchKernel*)
   std::vector<std::string> missing;  // facts this file cannot provide, and why
 };
 

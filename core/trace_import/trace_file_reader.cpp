@@ -29,6 +29,7 @@ enum class Context : std::uint8_t {
   kEvent,           // one event object
   kArgs,            // an event's args
   kInputDims,       // args "Input Dims" (nested arrays of sizes)
+  kInputType,       // args "Input type": the first tensor's dtype names an old trace's collective
   kDistributed,     // distributedInfo
   kPgConfig,        // distributedInfo.pg_config
   kDeviceProperties,
@@ -115,6 +116,7 @@ struct PendingEvent {
   std::int64_t total_reserved = -1;
   int device_type = -1;
   std::string thread_name;  // args.name of a metadata event
+  std::string input_type;   // args "Input type"[0]
 };
 
 // "Input Dims" sums: one frame per open array; a list of numbers is a shape (its product), a
@@ -194,6 +196,8 @@ class TraceSax : public nlohmann::json_sax<json> {
       child = Context::kDeviceProperties;
     } else if (parent == Context::kDistributed && key_ == "pg_config") {
       child = Context::kPgConfig;
+    } else if (parent == Context::kArgs && key_ == "Input type") {
+      child = Context::kInputType;
     } else if ((parent == Context::kArgs && key_ == "Input Dims") || parent == Context::kInputDims) {
       child = Context::kInputDims;
       dims_.push_back(DimsFrame{});
@@ -360,6 +364,9 @@ class TraceSax : public nlohmann::json_sax<json> {
         return true;
       case Context::kInputDims:
         return fail(where() + ": \"Input Dims\" holds a string");
+      case Context::kInputType:
+        if (pending_.input_type.empty()) pending_.input_type = value;
+        return true;
       default:
         return true;
     }
@@ -417,7 +424,8 @@ class TraceSax : public nlohmann::json_sax<json> {
         args.in_nelems = e.in_nelems;
         args.out_nelems = e.out_nelems;
         args.group_size = e.group_size;
-        args.dtype = e.dtype.empty() ? -1 : intern(e.dtype);
+        const std::string& dtype = !e.dtype.empty() ? e.dtype : collective_call ? e.input_type : e.dtype;
+        args.dtype = dtype.empty() ? -1 : intern(dtype);
         args.process_group = e.process_group.empty() ? -1 : intern(e.process_group);
         args.seq = e.seq;
         args.input_dims_numel = collective_call ? e.input_dims_numel : -1;
