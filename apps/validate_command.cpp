@@ -13,6 +13,7 @@
 
 #include "command_context.hpp"
 #include "real_trace.hpp"
+#include "trace_validation.hpp"
 #include "core/io/csv_row_writer.hpp"
 #include "core/input/input_error.hpp"
 #include "core/metrics/metrics.hpp"
@@ -31,7 +32,9 @@ namespace {
 
 struct ValidateOptions {
   std::string scenario;
-  std::string backend = "host";
+  std::string backend;
+  std::vector<std::string> traces;  // --against-trace: a real run's torch.profiler traces instead
+  core::TimelineOptions timeline;
   std::string hardware;
   std::string output_dir;
   int repeats = 3;
@@ -90,6 +93,21 @@ std::string percent(double fraction) {
 }
 
 int validate(const ValidateOptions& o) {
+  if (o.backend.empty() == o.traces.empty()) {
+    throw core::InputError({"<command line>", 0}, "--backend, --against-trace",
+                           o.backend.empty() ? "neither is given" : "both are given",
+                           "--backend host|cuda (run it here) or --against-trace TRACE... (a run already recorded)");
+  }
+  if (!o.traces.empty()) {
+    TraceValidationOptions t;
+    t.scenario = o.scenario;
+    t.traces = o.traces;
+    t.hardware = o.hardware;
+    t.output_dir = o.output_dir;
+    t.overrides = o.overrides;
+    t.timeline = o.timeline;
+    return run_trace_validation(t);
+  }
   const auto backend = gpu::parse_backend(o.backend);
   if (!backend) throw core::InputError({"<command line>", 0}, "--backend", "is '" + o.backend + "'", "host or cuda");
   std::vector<std::string> overrides = o.overrides;
@@ -249,9 +267,16 @@ int validate(const ValidateOptions& o) {
 
 CLI::App* add_validate_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ValidateOptions>();
-  CLI::App* c = app.add_subcommand("validate", "Run a scenario on a real device and in the simulator; report per-metric error");
+  CLI::App* c = app.add_subcommand(
+      "validate", "Run a scenario on a real device (or read a real run's traces) and in the simulator; report per-metric error");
   c->add_option("scenario", o->scenario, "scenario YAML")->required();
-  c->add_option("--backend", o->backend, "host (threads; runs anywhere) or cuda (GPUs with NCCL)")->required();
+  c->add_option("--backend", o->backend, "host (threads; runs anywhere) or cuda (GPUs with NCCL)");
+  c->add_option("--against-trace", o->traces,
+                "instead of --backend: a real run's torch.profiler traces, one per rank (docs/traces.md)");
+  c->add_flag("--whole-file-step", o->timeline.whole_file_step,
+              "with --against-trace: a file without ProfilerStep#N markers is one step");
+  c->add_option("--step-marker", o->timeline.step_marker,
+                "with --against-trace: without ProfilerStep#N, steps run from one event of this name to the next");
   c->add_option("--hardware", o->hardware, "hardware profile for the simulator (e.g. from calibrate --backend)");
   c->add_option("-o,--output", o->output_dir, "output folder (default: <scenario output.dir>/validate)");
   c->add_option("--repeats", o->repeats, "real runs, for the measurement's spread (default 3)")->check(CLI::Range(1, 100));

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/support/cli_runner.hpp"
@@ -37,4 +38,46 @@ TEST(KinetoTraceLoop, CalibrateFromASimulatedTraceRecoversItsCollectiveCosts) {
   const YAML::Node calibration = YAML::LoadFile(fitted)["calibration"];
   EXPECT_NEAR(calibration["collective_latency_us"].as<double>(), 30.0, 3.0) << calibrate.output;
   EXPECT_NEAR(calibration["allgather_bus_bandwidth_gb_per_s"].as<double>(), 100.0, 10.0) << calibrate.output;
+}
+
+// validate --against-trace on the scenario's own simulated run: every figure agrees; with
+// another prefetch bucket the first diverging all-gather is named.
+TEST(KinetoTraceLoop, ValidateAgainstTheScenariosOwnTraceAgreesAndNamesAMismatch) {
+  TempDir dir("kineto-validate");
+  const std::string scenario = PREFETCHLAB_SOURCE_DIR "/scenarios/tiny-llama-2x-h100.yaml";
+  const std::string kineto = (dir.path() / "kineto").string();
+  const auto run = prefetchlab::testing::run_cli("run " + scenario + " --no-expect -o " + (dir.path() / "out").string() +
+                                                 " --kineto-trace " + kineto);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string traces = " --against-trace " + kineto + "/rank0.pt.trace.json " + kineto + "/rank1.pt.trace.json";
+  const auto same = prefetchlab::testing::run_cli("validate " + scenario + traces + " -o " + (dir.path() / "v").string());
+  ASSERT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_NE(same.output.find("gathers: every step's all-gather sequence matches the scenario's"), std::string::npos)
+      << same.output;
+  std::ifstream summary(dir.path() / "v" / "validate_summary.csv");
+  std::string line;
+  int rows = 0;
+  while (std::getline(summary, line)) {
+    if (line.rfind("metric,", 0) == 0 || line.rfind("peak_allocated_bytes,", 0) == 0) continue;
+    ++rows;
+    // metric,real,simulated,error,...: the same run on both sides; the real median runs over all
+    // the trace's steps, the simulated one over the steady steps: error within 0.1%.
+    const auto first = line.find(',');
+    const auto second = line.find(',', first + 1);
+    const auto third = line.find(',', second + 1);
+    const auto fourth = line.find(',', third + 1);
+    EXPECT_NEAR(std::stod(line.substr(third + 1, fourth - third - 1)), 0.0, 1e-3) << line;
+  }
+  EXPECT_EQ(rows, 7);
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "v" / "validate.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "v" / "simulated_kineto" / "rank0.pt.trace.json"));
+
+  const auto other = prefetchlab::testing::run_cli("validate " + scenario + traces + " -o " + (dir.path() / "w").string() +
+                                                   " --set zero.stage3_prefetch_bucket_size=1000");
+  ASSERT_EQ(other.exit_code, 0) << other.output;
+  EXPECT_NE(other.output.find("gathers do not match: all-gather #"), std::string::npos) << other.output;
+
+  const auto neither = prefetchlab::testing::run_cli("validate " + scenario);
+  EXPECT_EQ(neither.exit_code, 2) << neither.output;
+  EXPECT_NE(neither.output.find("neither is given"), std::string::npos) << neither.output;
 }
