@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "real_kineto_trace.hpp"
 #include "real_trace.hpp"
 #include "trace_validation.hpp"
 #include "core/io/csv_row_writer.hpp"
@@ -181,6 +182,9 @@ int validate(const ValidateOptions& o) {
   }
   // Both timelines, to open side by side (same tracks where they correspond).
   write_real_trace_json(dir / "real_trace.json", scenario, real);
+  // The same run in the torch.profiler schema: calibrate --from-trace and validate
+  // --against-trace read it like a user's trace.
+  write_real_kineto_traces(dir / "real_kineto", scenario, real);
   sim::write_trace_json(dir / "simulated_trace.json", world);
   {
     std::vector<std::string> header{"iteration", "trace_mode"};
@@ -259,7 +263,8 @@ int validate(const ValidateOptions& o) {
   std::cout << "bucket trajectory: "
             << (same_trajectory ? "identical to the simulator's" : "differs from the simulator's") << "\n"
             << "outputs in: " << dir.string() << " (validate.csv, validate_summary.csv, the real run's samples.csv, "
-               "buckets.csv, iterations.csv, and both timelines: real_trace.json, simulated_trace.json)\n";
+               "buckets.csv, iterations.csv, both timelines: real_trace.json, simulated_trace.json, and the real run "
+               "in the torch.profiler schema: real_kineto/)\n";
   return kExitOk;
 }
 

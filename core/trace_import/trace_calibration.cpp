@@ -85,6 +85,9 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
       const double factor = (f.kind == CollectiveKind::kAllReduce ? 2.0 : 1.0) * (n - 1) / n;
       if (f.group_size < 2) {
         f.why_not = "a group of one rank moves no data";
+      } else if (f.points.back().bytes < kMinBandwidthBytes) {
+        f.why_not = "sizes up to " + std::to_string(f.points.back().bytes) +
+                    " B only: latency-bound, no bandwidth can be measured (needs sizes of 1 MiB or more)";
       } else if (f.points.size() < 2) {
         f.why_not = "one size only (" + std::to_string(f.points.front().bytes) +
                     " B): latency and bandwidth cannot be told apart";

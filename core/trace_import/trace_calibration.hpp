@@ -42,6 +42,9 @@ struct TraceCalibration {
 };
 
 inline constexpr double kHostCallReferenceUs = 115.0;
+// Below this largest size a fit's slope is noise on the latency (a few small all-reduces of
+// flags would give a bus bandwidth of MB/s): no bandwidth is fitted.
+inline constexpr std::int64_t kMinBandwidthBytes = std::int64_t{1} << 20;
 
 TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance);
 

@@ -81,3 +81,34 @@ TEST(KinetoTraceLoop, ValidateAgainstTheScenariosOwnTraceAgreesAndNamesAMismatch
   EXPECT_EQ(neither.exit_code, 2) << neither.output;
   EXPECT_NE(neither.output.find("neither is given"), std::string::npos) << neither.output;
 }
+
+// The whole loop on the host device: validate --backend host writes its real run in the
+// torch.profiler schema; calibrate --from-trace fits it; validate --against-trace compares the
+// scenario, simulated with the fitted profile, with that real run.
+TEST(KinetoTraceLoop, HostBackendRunThroughCalibrateAndValidateAgainstTrace) {
+  TempDir dir("kineto-host-loop");
+  const std::string scenario = PREFETCHLAB_SOURCE_DIR "/scenarios/host/tiny-llama-host.yaml";
+  const std::string real_dir = (dir.path() / "real").string();
+  const auto real = prefetchlab::testing::run_cli("validate " + scenario + " --backend host --repeats 1 -o " + real_dir);
+  ASSERT_EQ(real.exit_code, 0) << real.output;
+  std::string traces;
+  for (int r = 0; r < 2; ++r) {
+    const std::string file = real_dir + "/real_kineto/rank" + std::to_string(r) + ".pt.trace.json";
+    ASSERT_TRUE(std::filesystem::exists(file)) << real.output;
+    traces += " " + file;
+  }
+  const std::string fitted = (dir.path() / "fitted.yaml").string();
+  const auto calibrate = prefetchlab::testing::run_cli("calibrate -o " + fitted + " --from-trace" + traces);
+  ASSERT_EQ(calibrate.exit_code, 0) << calibrate.output;
+  EXPECT_NE(calibrate.output.find("all_gather on 2 ranks: latency"), std::string::npos) << calibrate.output;
+  const YAML::Node calibration = YAML::LoadFile(fitted)["calibration"];
+  EXPECT_GT(calibration["allgather_bus_bandwidth_gb_per_s"].as<double>(), 0.0);
+  EXPECT_FALSE(calibration["all_reduce_bus_bandwidth_gb_per_s"]);  // only tiny agreement all-reduces: not fitted
+
+  const auto validate = prefetchlab::testing::run_cli("validate " + scenario + " --hardware " + fitted + " -o " +
+                                                      (dir.path() / "v").string() + " --against-trace" + traces);
+  ASSERT_EQ(validate.exit_code, 0) << validate.output;
+  EXPECT_NE(validate.output.find("gathers: every step's all-gather sequence matches the scenario's"), std::string::npos)
+      << validate.output;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "v" / "validate_summary.csv"));
+}
