@@ -39,6 +39,8 @@ struct CalibrateOptions {
   int iterations = 3;
   std::vector<std::string> traces;  // set: a real run's torch.profiler traces instead
   core::TimelineOptions timeline;
+  std::string scenario;  // with --from-trace: the traced job, for compute_time_scale
+  std::vector<std::string> overrides;
 };
 
 struct LogFit {
@@ -161,6 +163,8 @@ int run_calibrate(const CalibrateOptions& o) {
     t.output = o.output;
     t.timeline = o.timeline;
     if (o.tolerance_set) t.tolerance = o.tolerance;
+    t.scenario = o.scenario;
+    t.overrides = o.overrides;
     return run_trace_calibration(t);
   }
   if (!o.backend.empty()) {
@@ -254,6 +258,9 @@ CLI::App* add_calibrate_command(CLI::App& app, int* exit_code) {
   c->add_option("--from-trace", o->traces,
                 "a real run's torch.profiler traces, one per rank: fit collective latency and bus bandwidth from "
                 "cross-rank true times, and host_speed from the torch-level collective calls (docs/traces.md)");
+  c->add_option("--scenario", o->scenario,
+                "with --from-trace: the traced job's scenario, simulated to fit compute_time_scale");
+  c->add_option("--set", o->overrides, "with --scenario: override a scenario key: key.path=value");
   c->add_flag("--whole-file-step", o->timeline.whole_file_step,
               "with --from-trace: a file without ProfilerStep#N markers is one step");
   c->add_option("--step-marker", o->timeline.step_marker,

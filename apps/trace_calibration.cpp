@@ -1,7 +1,11 @@
 #include "trace_calibration.hpp"
 
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <map>
+#include <unistd.h>
 #include <sstream>
 
 #include "calibrated_profile.hpp"
@@ -10,7 +14,12 @@
 #include "core/input/closest_match.hpp"
 #include "core/input/input_error.hpp"
 #include "core/trace_import/trace_calibration.hpp"
+#include "core/metrics/metrics.hpp"
+#include "core/scenario/scenario.hpp"
 #include "core/trace_import/trace_set.hpp"
+#include "core/trace_import/trace_summary.hpp"
+#include "sim/kineto_trace.hpp"
+#include "sim/world.hpp"
 
 namespace prefetchlab::apps {
 namespace {
@@ -90,9 +99,66 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
                 "counts the dispatcher)\n",
                 cal.launch_median_us, static_cast<long long>(cal.launch_events));
   }
-  for (const auto& why : cal.not_fitted) std::printf("  not fitted: %s\n", why.c_str());
+  std::vector<std::string> not_fitted = cal.not_fitted;
+  if (!o.scenario.empty()) {
+    // compute_time_scale: the scenario simulated, written and read back like the traces, so
+    // both compute busy times are measured the same way.
+    std::erase_if(not_fitted, [](const std::string& why) { return why.starts_with("compute_time_scale"); });
+    // The simulated compute busy time per step (median of the steady iterations) at a given
+    // compute_time_scale (none: the scenario's own).
+    std::string scenario_name;
+    const auto simulated_busy_ns = [&](std::optional<double> scale, double* used_scale) {
+      std::vector<std::string> overrides = o.overrides;
+      if (scale) overrides.push_back("cluster.calibration.compute_time_scale=" + fmt("%.9g", *scale));
+      const core::Scenario scenario = core::load_scenario(o.scenario, overrides, bundled_data());
+      scenario_name = scenario.name;
+      *used_scale = scenario.cluster.calibration.compute_time_scale;
+      sim::World world(scenario, /*record_trace=*/true);
+      const sim::WorldResult simulated = world.run();
+      if (simulated.status != core::RunStatus::kOk) {
+        throw core::InputError({o.scenario, 0}, "", "could not be simulated (" + simulated.message + ")",
+                               "a scenario that runs (prefetchlab run checks it)");
+      }
+      const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
+                                        ("prefetchlab-calibrate-" + std::to_string(::getpid()));
+      sim::write_kineto_traces(tmp, world);
+      std::vector<std::string> files;
+      for (int r = 0; r < world.ranks(); ++r) files.push_back((tmp / ("rank" + std::to_string(r) + ".pt.trace.json")).string());
+      const core::TraceSummary summary = core::summarize_traces(core::load_trace_set(files, {}));
+      std::filesystem::remove_all(tmp);
+      std::vector<double> busy;
+      for (const auto& step : summary.steps) {
+        if (step.number > scenario.training.warmup_iterations) busy.push_back(static_cast<double>(step.compute_busy_ns.median));
+      }
+      return busy.empty() ? 0.0 : core::median(busy);
+    };
+    const core::TraceSummary real_summary = core::summarize_traces(set);
+    std::vector<double> real_busy;
+    for (const auto& step : real_summary.steps) real_busy.push_back(static_cast<double>(step.compute_busy_ns.median));
+    const double real_ns = real_busy.empty() ? 0 : core::median(real_busy);
+    double s0 = 1, s1 = 1;
+    const double busy0 = simulated_busy_ns(std::nullopt, &s0);
+    if (real_ns > 0 && busy0 > 0 && s0 > 0) {
+      // Compute time is affine in the scale (fixed per-kernel costs do not scale): a second run
+      // at the proportional guess, then the line through both points.
+      const double guess = s0 * real_ns / busy0;
+      const double busy1 = simulated_busy_ns(guess, &s1);
+      double scale = guess;
+      if (std::abs(busy1 - busy0) > 0 && std::abs(s1 - s0) > 0) scale = s0 + (real_ns - busy0) * (s1 - s0) / (busy1 - busy0);
+      scale = std::max(scale, 0.0);
+      values["compute_time_scale"] = scale;
+      std::printf("  compute_time_scale %.3f: compute busy %.3f ms per step in the trace (median of %zu steps) against "
+                  "%.3f ms simulated at scale %.3g and %.3f ms at %.3g (%s, steady iterations)\n",
+                  scale, real_ns / 1e6, real_busy.size(), busy0 / 1e6, s0, busy1 / 1e6, s1, scenario_name.c_str());
+      header << "#   compute_time_scale " << fmt("%.3f", scale) << " from " << real_busy.size() << " steps against "
+             << scenario_name << "\n";
+    } else {
+      not_fitted.push_back("compute_time_scale: no compute in the trace's steps or in the simulation");
+    }
+  }
+  for (const auto& why : not_fitted) std::printf("  not fitted: %s\n", why.c_str());
   if (values.empty()) {
-    throw core::InputError({o.traces.front(), 0}, "", "support no constant: " + cal.not_fitted.front(),
+    throw core::InputError({o.traces.front(), 0}, "", "support no constant: " + not_fitted.front(),
                            "traces of every rank of a group, with collective sizes (PyTorch >= 2.3, or record_shapes=True)");
   }
   write_calibrated_profile(*base, o.output, header.str(), values, std::nullopt);

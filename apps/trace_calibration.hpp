@@ -14,6 +14,10 @@ struct TraceCalibrationOptions {
   std::string output;
   core::TimelineOptions timeline;
   double tolerance = 0.05;
+  // Optional: a scenario of the traced job, simulated to fit compute_time_scale (the real
+  // compute busy time per step over the simulated one).
+  std::string scenario;
+  std::vector<std::string> overrides;
 };
 
 int run_trace_calibration(const TraceCalibrationOptions& options);

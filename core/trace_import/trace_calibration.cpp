@@ -144,8 +144,7 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
                                    "present but their per-hook attribution is not implemented yet"
                                  : "DeepSpeed hook terms (host_*_hook_us, host_fetch_*): no python_function events "
                                    "(record with with_stack=True)");
-  out.not_fitted.push_back("compute_time_scale: needs the scenario's kernels beside the trace's (validate "
-                           "--against-trace, not implemented yet)");
+  out.not_fitted.push_back("compute_time_scale: needs the traced job's scenario (--scenario) to simulate beside it");
   return out;
 }
 

@@ -112,3 +112,22 @@ TEST(KinetoTraceLoop, HostBackendRunThroughCalibrateAndValidateAgainstTrace) {
       << validate.output;
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "v" / "validate_summary.csv"));
 }
+
+// compute_time_scale from the traced job's scenario: a run simulated 1.5x slower in compute is
+// fitted back to 1.5 (compute time is affine in the scale: two simulations and their line).
+TEST(KinetoTraceLoop, ComputeTimeScaleIsFittedAgainstTheScenario) {
+  TempDir dir("kineto-compute");
+  const std::string scenario = PREFETCHLAB_SOURCE_DIR "/scenarios/tiny-llama-2x-h100.yaml";
+  const std::string kineto = (dir.path() / "kineto").string();
+  const auto run = prefetchlab::testing::run_cli("run " + scenario + " --no-expect -o " + (dir.path() / "out").string() +
+                                                 " --kineto-trace " + kineto +
+                                                 " --set cluster.calibration.compute_time_scale=1.5");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string fitted = (dir.path() / "fitted.yaml").string();
+  const auto calibrate = prefetchlab::testing::run_cli("calibrate -o " + fitted + " --scenario " + scenario +
+                                                       " --from-trace " + kineto + "/rank0.pt.trace.json " + kineto +
+                                                       "/rank1.pt.trace.json");
+  ASSERT_EQ(calibrate.exit_code, 0) << calibrate.output;
+  EXPECT_NEAR(YAML::LoadFile(fitted)["calibration"]["compute_time_scale"].as<double>(), 1.5, 0.05) << calibrate.output;
+  EXPECT_EQ(calibrate.output.find("not fitted: compute_time_scale"), std::string::npos) << calibrate.output;
+}
