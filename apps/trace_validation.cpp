@@ -145,6 +145,10 @@ int run_trace_validation(const TraceValidationOptions& o) {
   if (sim_steps.empty()) {
     for (const auto& step : sim_summary.steps) sim_steps.push_back(&step);
   }
+  if (sim_steps.empty()) {
+    std::cerr << "error: the simulation of " << scenario.name << " finished no iteration to compare\n";
+    return kExitInternalError;
+  }
   std::vector<const core::StepSummary*> real_steps;
   for (const auto& step : real_summary.steps) real_steps.push_back(&step);
   // The simulated step beside real step i: the iteration of the same number when the run has

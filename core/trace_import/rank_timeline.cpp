@@ -62,7 +62,27 @@ bool is_cpu(TraceCategory c) {
          c == TraceCategory::kPythonFunction;
 }
 
+// "path/file.py(123): function" -> "function" when the path is DeepSpeed's; else empty.
+std::string deepspeed_function(const std::string& frame) {
+  if (frame.find("deepspeed/") == std::string::npos) return "";
+  const std::size_t colon = frame.rfind("): ");
+  return colon == std::string::npos ? "" : frame.substr(colon + 3);
+}
+
 }  // namespace
+
+bool is_deepspeed_hook_function(const std::string& function) {
+  static const char* const kFunctions[] = {
+      "_pre_forward_module_hook",        "_post_forward_module_hook",        "_pre_backward_module_hook",
+      "_post_backward_module_hook",      "pre_sub_module_forward_function",  "post_sub_module_forward_function",
+      "pre_sub_module_backward_function", "post_sub_module_backward_function", "fetch_sub_module",
+      "release_sub_module",              "all_gather_coalesced",             "reduce_partition_and_remove_grads",
+  };
+  for (const char* f : kFunctions) {
+    if (function == f) return true;
+  }
+  return false;
+}
 
 RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_rank, const TimelineOptions& options) {
   RankTimeline out;
@@ -204,7 +224,13 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
         }
       }
       if (autograd_track[static_cast<std::size_t>(track)] && event.category == TraceCategory::kCpuOp) ++out.autograd_thread_ops;
-      if (event.category == TraceCategory::kPythonFunction) ++out.python_function_events;
+      if (event.category == TraceCategory::kPythonFunction) {
+        ++out.python_function_events;
+        const std::string function = deepspeed_function(name);
+        if (!function.empty() && is_deepspeed_hook_function(function)) {
+          out.hook_calls.push_back(HostHookCall{function, event.dur_ns, step_at(event.ts_ns)});
+        }
+      }
       open.push_back(i);
     }
   }

@@ -55,6 +55,19 @@ struct HostCollectiveCall {
   int step = -1;
 };
 
+// One call of a DeepSpeed ZeRO-3 hook or coordinator function, from a python_function event
+// (with_stack=True): `.../deepspeed/runtime/zero/parameter_offload.py(353): _pre_forward_module_hook`.
+// Its duration includes what it calls (the fetch inside a hook, the collectives inside a fetch)
+// and the Python tracer's own overhead.
+struct HostHookCall {
+  std::string function;  // "_pre_forward_module_hook", "fetch_sub_module", ...
+  std::int64_t duration_ns = 0;
+  int step = -1;
+};
+
+// The DeepSpeed functions host_hook_calls collects (docs/traces.md).
+bool is_deepspeed_hook_function(const std::string& function);
+
 struct RankTimeline {
   std::string path;
   std::int64_t rank = 0;
@@ -66,6 +79,7 @@ struct RankTimeline {
   std::vector<RankStep> steps;
   std::vector<RankCollective> collectives;  // by start time
   std::vector<HostCollectiveCall> host_calls;
+  std::vector<HostHookCall> hook_calls;  // DeepSpeed's, in start order
   std::int64_t memory_events = 0;
   std::int64_t gpu_memory_events = 0;
   std::string autograd_thread;     // its name; empty when none was seen

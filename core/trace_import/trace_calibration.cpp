@@ -138,12 +138,18 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
     out.launch_events = static_cast<std::int64_t>(launches.size());
     out.launch_median_us = median_of(launches);
   }
-  bool hooks = false;
-  for (const auto& rank : set.ranks) hooks = hooks || rank.python_function_events > 0;
-  out.not_fitted.push_back(hooks ? "DeepSpeed hook terms (host_*_hook_us, host_fetch_*): python_function events are "
-                                   "present but their per-hook attribution is not implemented yet"
-                                 : "DeepSpeed hook terms (host_*_hook_us, host_fetch_*): no python_function events "
-                                   "(record with with_stack=True)");
+  bool python = false, hooks = false;
+  for (const auto& rank : set.ranks) {
+    python = python || rank.python_function_events > 0;
+    hooks = hooks || !rank.hook_calls.empty();
+  }
+  out.not_fitted.push_back(hooks ? "DeepSpeed hook terms (host_*_hook_us, host_fetch_*): the hooks' times are in "
+                                   "trace-summary (nested calls and the tracer's overhead included); splitting them "
+                                   "into the terms' own times is not implemented yet"
+                           : python ? "DeepSpeed hook terms (host_*_hook_us, host_fetch_*): python_function events, but "
+                                      "none of DeepSpeed's ZeRO-3 hooks among them"
+                                    : "DeepSpeed hook terms (host_*_hook_us, host_fetch_*): no python_function events "
+                                      "(record with with_stack=True)");
   out.not_fitted.push_back("compute_time_scale: needs the traced job's scenario (--scenario) to simulate beside it");
   return out;
 }

@@ -63,6 +63,8 @@ TraceSummary summarize_traces(const TraceSet& set) {
     std::map<CollectiveKind, std::vector<std::int64_t>> host_ns;
     std::map<CollectiveKind, std::int64_t> host_calls_per_rank;
     std::set<CollectiveKind> kinds;
+    std::map<std::string, std::vector<std::int64_t>> hook_ns;
+    std::map<std::string, std::int64_t> hook_calls;
     for (const auto& rank : set.ranks) {
       int index = -1;
       for (std::size_t s = 0; s < rank.steps.size(); ++s) {
@@ -96,6 +98,13 @@ TraceSummary summarize_traces(const TraceSet& set) {
         ++calls[call.kind];
       }
       for (const auto& [kind, n] : calls) host_calls_per_rank[kind] = std::max(host_calls_per_rank[kind], n);
+      std::map<std::string, std::int64_t> hooks_here;
+      for (const auto& hook : rank.hook_calls) {
+        if (hook.step != index) continue;
+        hook_ns[hook.function].push_back(hook.duration_ns);
+        ++hooks_here[hook.function];
+      }
+      for (const auto& [function, n] : hooks_here) hook_calls[function] = std::max(hook_calls[function], n);
       for (const CollectiveKind kind : kinds) {
         counts[kind];
         spans[kind];
@@ -134,6 +143,9 @@ TraceSummary summarize_traces(const TraceSet& set) {
       k.host_calls = host_calls_per_rank[kind];
       if (!h.empty()) k.host_call_median_ns = spread(h).median;
       out.collectives.push_back(k);
+    }
+    for (const auto& [function, durations] : hook_ns) {
+      out.hooks.push_back(HookSummary{function, hook_calls[function], spread(durations).median});
     }
     summary.steps.push_back(std::move(out));
   }
@@ -190,6 +202,10 @@ std::string format_trace_summary(const TraceSet& set, const TraceSummary& summar
     if (step.peak_cpu_allocated_bytes >= 0) {
       text += "  peak allocated  " + std::to_string(step.peak_cpu_allocated_bytes) + " B (host allocator)\n";
     }
+    for (const auto& hook : step.hooks) {
+      text += "  hook " + pad(hook.function, 36) + std::to_string(hook.calls) + " calls, median " + us(hook.median_ns) +
+              " us (nested calls included)\n";
+    }
     if (step.collectives.empty()) continue;
     text += "  " + pad("collective", 16) + pad("count", 9) + pad("elements", 14) + pad("span ms", 10) +
             pad("matched", 9) + pad("true ms", 10) + pad("skew ms", 10) + pad("calls", 7) + "host us/call\n";
@@ -240,6 +256,10 @@ nlohmann::ordered_json trace_summary_json(const TraceSet& set, const TraceSummar
                                   {"skew_ns", k.skew_ns},
                                   {"host_calls", k.host_calls},
                                   {"host_call_median_ns", k.host_call_median_ns}});
+    }
+    s["hooks"] = nlohmann::ordered_json::array();
+    for (const auto& hook : step.hooks) {
+      s["hooks"].push_back({{"function", hook.function}, {"calls", hook.calls}, {"median_ns", hook.median_ns}});
     }
     out["steps"].push_back(std::move(s));
   }

@@ -32,6 +32,12 @@ struct CollectiveKindSummary {
   std::int64_t host_call_median_ns = -1;  // over every rank's calls
 };
 
+struct HookSummary {
+  std::string function;
+  std::int64_t calls = 0;             // the most on one rank
+  std::int64_t median_ns = 0;         // over every rank's calls, nested calls included
+};
+
 struct StepSummary {
   std::int64_t number = 0;
   std::int64_t ranks = 0;
@@ -41,6 +47,7 @@ struct StepSummary {
   std::vector<CollectiveKindSummary> collectives;  // by kind
   std::int64_t peak_allocated_bytes = -1;  // the largest over ranks; -1 without device memory events
   std::int64_t peak_cpu_allocated_bytes = -1;
+  std::vector<HookSummary> hooks;  // DeepSpeed's, by name (with_stack traces)
 };
 
 struct TraceSummary {

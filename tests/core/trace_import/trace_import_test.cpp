@@ -304,3 +304,28 @@ TEST(TraceSummaryCommand, SameInputSameBytes) {
   EXPECT_NE(first.output.find("all_gather      1        200           0.185     1        0.100     0.150     1      40.0"), std::string::npos) << first.output;
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "s.json"));
 }
+
+TEST(TraceImport, DeepSpeedHooksFromPythonFunctionEvents) {
+  // with_stack=True: DeepSpeed's hooks as python_function frames (other frames are ignored).
+  SyntheticTrace t(0, 1);
+  t.step(1, 0, 1000);
+  const std::string offload = "site-packages/deepspeed/runtime/zero/parameter_offload.py(353): _pre_forward_module_hook";
+  t.cpu(offload, 10, 40, "python_function", {});
+  t.cpu(offload, 100, 60, "python_function", {});
+  t.cpu(offload, 200, 100, "python_function", {});
+  t.cpu("site-packages/deepspeed/runtime/zero/partitioned_param_coordinator.py(270): fetch_sub_module", 12, 30,
+        "python_function", {});
+  t.cpu("torch/nn/modules/module.py(1780): _call_impl", 5, 500, "python_function", {});
+  t.cpu("mytrainer.py(10): _pre_forward_module_hook", 5, 5, "python_function", {});  // not DeepSpeed's
+  const pc::RankTimeline timeline = pc::build_rank_timeline(pc::read_trace_text(t.text(), "hooks.json"), 0, {});
+  ASSERT_EQ(timeline.hook_calls.size(), 4u);
+  pc::TraceSet set = pc::match_trace_set({timeline});
+  const pc::TraceSummary summary = pc::summarize_traces(set);
+  ASSERT_EQ(summary.steps[0].hooks.size(), 2u);
+  EXPECT_EQ(summary.steps[0].hooks[0].function, "_pre_forward_module_hook");
+  EXPECT_EQ(summary.steps[0].hooks[0].calls, 3);
+  EXPECT_EQ(summary.steps[0].hooks[0].median_ns, 60'000);
+  EXPECT_EQ(summary.steps[0].hooks[1].function, "fetch_sub_module");
+  const std::string text = pc::format_trace_summary(set, summary);
+  EXPECT_NE(text.find("hook _pre_forward_module_hook"), std::string::npos) << text;
+}
