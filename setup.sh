@@ -19,6 +19,7 @@ PACKAGES=(
   libcli11-dev        # cmake:CLI11
   nlohmann-json3-dev  # cmake:nlohmann_json
   libeigen3-dev       # cmake:Eigen3
+  zlib1g-dev          # header:zlib.h
   libmimalloc-dev     # cmake:mimalloc
   libgtest-dev        # cmake:GTest
   libbenchmark-dev    # cmake:benchmark

@@ -20,7 +20,9 @@
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
 #include "core/hardware/nccl_tests_log.hpp"
+#include "calibrated_profile.hpp"
 #include "device_calibration.hpp"
+#include "trace_calibration.hpp"
 
 namespace prefetchlab::apps {
 namespace {
@@ -35,6 +37,10 @@ struct CalibrateOptions {
   bool tolerance_set = false;
   std::string backend;  // set: microbenchmarks on this device instead of logs
   int iterations = 3;
+  std::vector<std::string> traces;  // set: a real run's torch.profiler traces instead
+  core::TimelineOptions timeline;
+  std::string scenario;  // with --from-trace: the traced job, for compute_time_scale
+  std::vector<std::string> overrides;
 };
 
 struct LogFit {
@@ -144,10 +150,22 @@ const char* bandwidth_key(core::NcclTestsOp op) {
 
 int run_calibrate(const CalibrateOptions& o) {
   const core::BundledData bundled = bundled_data();
-  if (o.backend.empty() == o.logs.empty()) {
-    throw core::InputError({"<command line>", 0}, o.logs.empty() ? "--backend" : "--from-nccl-tests",
-                           o.logs.empty() ? "neither is given" : "is given together with --backend",
-                           "either --from-nccl-tests LOG... or --backend host|cuda");
+  const int sources = (o.backend.empty() ? 0 : 1) + (o.logs.empty() ? 0 : 1) + (o.traces.empty() ? 0 : 1);
+  if (sources != 1) {
+    throw core::InputError({"<command line>", 0}, "--from-nccl-tests, --backend, --from-trace",
+                           sources == 0 ? "none is given" : "more than one is given",
+                           "one of --from-nccl-tests LOG..., --backend host|cuda, --from-trace TRACE...");
+  }
+  if (!o.traces.empty()) {
+    TraceCalibrationOptions t;
+    t.traces = o.traces;
+    t.base = o.hardware;
+    t.output = o.output;
+    t.timeline = o.timeline;
+    if (o.tolerance_set) t.tolerance = o.tolerance;
+    t.scenario = o.scenario;
+    t.overrides = o.overrides;
+    return run_trace_calibration(t);
   }
   if (!o.backend.empty()) {
     const std::string base_name = o.hardware.empty() ? "h100-sxm-8x" : o.hardware;
@@ -196,10 +214,6 @@ int run_calibrate(const CalibrateOptions& o) {
   }
   values["collective_latency_us"] = latency_source->fit.latency_us();
 
-  std::ifstream in(*base);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string stem = std::filesystem::path(o.output).stem().string();
   std::ostringstream header;
   header << "# Calibrated by `prefetchlab calibrate --from-nccl-tests`: latency and bus bandwidth by least squares\n"
             "# per size range (for groups no log measured), and each log's sizes and times as measured_collectives\n"
@@ -220,33 +234,7 @@ int run_calibrate(const CalibrateOptions& o) {
   }
   std::string curves_yaml;
   for (const auto& curve : curves) curves_yaml += core::measured_curve_yaml(curve, 2);
-  std::string out_text;
-  YAML::Node root = YAML::Load(text.str());
-  if (!root["calibration"]) {
-    // Keep the base file's text and comments; rename it and append the section.
-    std::string line;
-    std::istringstream lines(text.str());
-    while (std::getline(lines, line)) {
-      if (line.starts_with("name:")) line = "name: " + stem;
-      out_text += line + "\n";
-    }
-    out_text += "\n" + header.str() + "calibration:\n";
-    for (const auto& [k, v] : values) out_text += "  " + k + ": " + fmt("%.6g", v) + "\n";
-    out_text += "  measured_collectives:\n" + curves_yaml;
-  } else {
-    root["name"] = stem;
-    for (const auto& [k, v] : values) root["calibration"][k] = fmt("%.6g", v);
-    YAML::Node curve_nodes = YAML::Load(curves_yaml);
-    for (auto item : curve_nodes) {
-      item["sizes_bytes"].SetStyle(YAML::EmitterStyle::Flow);
-      item["times_us"].SetStyle(YAML::EmitterStyle::Flow);
-    }
-    root["calibration"]["measured_collectives"] = curve_nodes;
-    YAML::Emitter emitter;
-    emitter << root;
-    out_text = header.str() + emitter.c_str() + std::string("\n");
-  }
-  core::write_text_atomically(o.output, out_text);
+  write_calibrated_profile(*base, o.output, header.str(), values, curves_yaml);
   const core::HardwareProfile written = core::load_hardware_profile(o.output);
   std::printf("wrote %s (base %s): collective_latency_us %.2f", o.output.c_str(), base->string().c_str(),
               values["collective_latency_us"]);
@@ -263,13 +251,25 @@ int run_calibrate(const CalibrateOptions& o) {
 CLI::App* add_calibrate_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* c = app.add_subcommand(
-      "calibrate", "Fit a hardware profile from nccl-tests logs or from microbenchmarks on a device (--backend)");
+      "calibrate",
+      "Fit a hardware profile from nccl-tests logs, from microbenchmarks on a device (--backend) or from a real "
+      "run's profiler traces (--from-trace)");
   c->add_option("--from-nccl-tests", o->logs, "nccl-tests output files (all_gather_perf, reduce_scatter_perf, all_reduce_perf)");
+  c->add_option("--from-trace", o->traces,
+                "a real run's torch.profiler traces, one per rank: fit collective latency and bus bandwidth from "
+                "cross-rank true times, and host_speed from the torch-level collective calls (docs/traces.md)");
+  c->add_option("--scenario", o->scenario,
+                "with --from-trace: the traced job's scenario, simulated to fit compute_time_scale");
+  c->add_option("--set", o->overrides, "with --scenario: override a scenario key: key.path=value");
+  c->add_flag("--whole-file-step", o->timeline.whole_file_step,
+              "with --from-trace: a file without ProfilerStep#N markers is one step");
+  c->add_option("--step-marker", o->timeline.step_marker,
+                "with --from-trace: without ProfilerStep#N, steps run from one event of this name to the next");
   c->add_option("--backend", o->backend, "host or cuda: run microbenchmarks on this device instead of reading logs")
       ->check(CLI::IsMember({"host", "cuda"}));
   c->add_option("-o,--output", o->output, "profile YAML to write")->required();
   c->add_option("--hardware,--base", o->hardware,
-                "base hardware profile: bundled name or YAML path (with --backend default h100-sxm-8x)");
+                "base hardware profile: bundled name or YAML path (with --backend or --from-trace default h100-sxm-8x)");
   c->add_option("--op", o->op, "collective of every log, when a log does not name it");
   c->add_option("--ranks", o->ranks, "ranks of every log, when a log does not list them; with --backend the device "
                                       "group's size (default 2)")

@@ -15,6 +15,7 @@
 #include "replay_command.hpp"
 #include "run_command.hpp"
 #include "sweep_command.hpp"
+#include "trace_summary_command.hpp"
 #include "validate_command.hpp"
 #include "tune_command.hpp"
 #include "prefetchlab/build_info.hpp"
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   add_tune_command(app, &exit_code);
   add_allocator_replay_command(app, &exit_code);
   add_fidelity_command(app, &exit_code);
+  add_trace_summary_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

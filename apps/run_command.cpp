@@ -16,6 +16,7 @@
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/scenario_json.hpp"
 #include "core/metrics/summary_json.hpp"
+#include "sim/kineto_trace.hpp"
 #include "sim/trace_json.hpp"
 #include "sim/world.hpp"
 
@@ -27,6 +28,7 @@ struct RunOptions {
   std::string output_dir;
   std::vector<std::string> overrides;
   bool no_expect = false;  // --no-expect: the scenario's checks are neither run nor recorded
+  std::string kineto_dir;  // --kineto-trace: also one torch.profiler-schema trace per rank here
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -118,7 +120,7 @@ int run(const RunOptions& options) {
     if (memory_csv) memory_csv->append(points);
   };
 
-  sim::World world(scenario, scenario.output.trace);
+  sim::World world(scenario, scenario.output.trace || !options.kineto_dir.empty());
   g_interrupted.store(false);
   const auto previous = std::signal(SIGINT, on_sigint);
   sim::WorldResult result = world.run(sink, &g_interrupted);
@@ -146,6 +148,7 @@ int run(const RunOptions& options) {
   summary["exit_code"] = exit_code;
   core::write_json_atomically(dir / "summary.json", summary);
   if (scenario.output.trace) sim::write_trace_json(dir / "trace.json", world);
+  if (!options.kineto_dir.empty()) sim::write_kineto_traces(options.kineto_dir, world);
   print_summary(scenario, stats, result, dir);
   warn_about_cache_flushes(stats);
   for (const auto& check : checks) {
@@ -163,6 +166,9 @@ CLI::App* add_run_command(CLI::App& app, int* exit_code) {
   command->add_option("scenario", options->scenario, "scenario YAML")->required();
   command->add_option("-o,--output", options->output_dir, "output folder (default: the scenario's output.dir)");
   command->add_option("--set", options->overrides, "override a scenario key: key.path=value");
+  command->add_option("--kineto-trace", options->kineto_dir,
+                      "also write the run as torch.profiler would have recorded it: DIR/rank<N>.pt.trace.json "
+                      "(for trace-summary and calibrate --from-trace; docs/traces.md)");
   command->add_flag("--no-expect", options->no_expect,
                     "do not check the scenario's expect: section (a check not met is exit code 5)");
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return run(*options); }); });

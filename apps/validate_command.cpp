@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "real_kineto_trace.hpp"
 #include "real_trace.hpp"
+#include "trace_validation.hpp"
 #include "core/io/csv_row_writer.hpp"
 #include "core/input/input_error.hpp"
 #include "core/metrics/metrics.hpp"
@@ -31,7 +33,9 @@ namespace {
 
 struct ValidateOptions {
   std::string scenario;
-  std::string backend = "host";
+  std::string backend;
+  std::vector<std::string> traces;  // --against-trace: a real run's torch.profiler traces instead
+  core::TimelineOptions timeline;
   std::string hardware;
   std::string output_dir;
   int repeats = 3;
@@ -90,6 +94,21 @@ std::string percent(double fraction) {
 }
 
 int validate(const ValidateOptions& o) {
+  if (o.backend.empty() == o.traces.empty()) {
+    throw core::InputError({"<command line>", 0}, "--backend, --against-trace",
+                           o.backend.empty() ? "neither is given" : "both are given",
+                           "--backend host|cuda (run it here) or --against-trace TRACE... (a run already recorded)");
+  }
+  if (!o.traces.empty()) {
+    TraceValidationOptions t;
+    t.scenario = o.scenario;
+    t.traces = o.traces;
+    t.hardware = o.hardware;
+    t.output_dir = o.output_dir;
+    t.overrides = o.overrides;
+    t.timeline = o.timeline;
+    return run_trace_validation(t);
+  }
   const auto backend = gpu::parse_backend(o.backend);
   if (!backend) throw core::InputError({"<command line>", 0}, "--backend", "is '" + o.backend + "'", "host or cuda");
   std::vector<std::string> overrides = o.overrides;
@@ -163,6 +182,9 @@ int validate(const ValidateOptions& o) {
   }
   // Both timelines, to open side by side (same tracks where they correspond).
   write_real_trace_json(dir / "real_trace.json", scenario, real);
+  // The same run in the torch.profiler schema: calibrate --from-trace and validate
+  // --against-trace read it like a user's trace.
+  write_real_kineto_traces(dir / "real_kineto", scenario, real);
   sim::write_trace_json(dir / "simulated_trace.json", world);
   {
     std::vector<std::string> header{"iteration", "trace_mode"};
@@ -241,7 +263,8 @@ int validate(const ValidateOptions& o) {
   std::cout << "bucket trajectory: "
             << (same_trajectory ? "identical to the simulator's" : "differs from the simulator's") << "\n"
             << "outputs in: " << dir.string() << " (validate.csv, validate_summary.csv, the real run's samples.csv, "
-               "buckets.csv, iterations.csv, and both timelines: real_trace.json, simulated_trace.json)\n";
+               "buckets.csv, iterations.csv, both timelines: real_trace.json, simulated_trace.json, and the real run "
+               "in the torch.profiler schema: real_kineto/)\n";
   return kExitOk;
 }
 
@@ -249,9 +272,16 @@ int validate(const ValidateOptions& o) {
 
 CLI::App* add_validate_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ValidateOptions>();
-  CLI::App* c = app.add_subcommand("validate", "Run a scenario on a real device and in the simulator; report per-metric error");
+  CLI::App* c = app.add_subcommand(
+      "validate", "Run a scenario on a real device (or read a real run's traces) and in the simulator; report per-metric error");
   c->add_option("scenario", o->scenario, "scenario YAML")->required();
-  c->add_option("--backend", o->backend, "host (threads; runs anywhere) or cuda (GPUs with NCCL)")->required();
+  c->add_option("--backend", o->backend, "host (threads; runs anywhere) or cuda (GPUs with NCCL)");
+  c->add_option("--against-trace", o->traces,
+                "instead of --backend: a real run's torch.profiler traces, one per rank (docs/traces.md)");
+  c->add_flag("--whole-file-step", o->timeline.whole_file_step,
+              "with --against-trace: a file without ProfilerStep#N markers is one step");
+  c->add_option("--step-marker", o->timeline.step_marker,
+                "with --against-trace: without ProfilerStep#N, steps run from one event of this name to the next");
   c->add_option("--hardware", o->hardware, "hardware profile for the simulator (e.g. from calibrate --backend)");
   c->add_option("-o,--output", o->output_dir, "output folder (default: <scenario output.dir>/validate)");
   c->add_option("--repeats", o->repeats, "real runs, for the measurement's spread (default 3)")->check(CLI::Range(1, 100));

@@ -55,16 +55,34 @@ ExecutorGeometry geometry_of(const core::Scenario& scenario) {
 void append_timeline(RankExecutor& rank, const RankIteration& it, std::vector<TimelineSpan>& out) {
   using Kind = TimelineSpan::Kind;
   auto add = [&](Kind kind, EventId from, EventId to, int module, core::Phase phase) {
-    out.push_back({kind, rank.rank(), it.iteration, module, phase, rank.event_ns(from), rank.event_ns(to)});
+    TimelineSpan span;
+    span.kind = kind;
+    span.rank = rank.rank();
+    span.iteration = it.iteration;
+    span.module = module;
+    span.phase = phase;
+    span.start_ns = rank.event_ns(from);
+    span.end_ns = rank.event_ns(to);
+    out.push_back(span);
   };
   for (const auto& span : it.compute_spans) {
     add(span.phase == core::Phase::kForward ? Kind::kForward : Kind::kBackward, span.from, span.to, span.module,
         span.phase);
   }
   for (const auto& fetch : it.fetches) add(Kind::kFetch, fetch.start_event, fetch.end_event, fetch.module, fetch.phase);
-  for (const auto& [from, to] : it.all_gather_spans) add(Kind::kAllGather, from, to, -1, core::Phase::kForward);
-  for (const auto& [from, to] : it.reduce_scatter_spans) add(Kind::kReduceScatter, from, to, -1, core::Phase::kBackward);
-  for (const auto& [from, to] : it.all_reduce_spans) add(Kind::kAllReduce, from, to, -1, core::Phase::kForward);
+  const auto add_collectives = [&](Kind kind, const std::vector<std::pair<EventId, EventId>>& spans,
+                                   const std::vector<RankIteration::CollectiveSize>& sizes, core::Phase phase) {
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      add(kind, spans[i].first, spans[i].second, -1, phase);
+      if (i < sizes.size()) {
+        out.back().bytes = sizes[i].bytes;
+        out.back().element_bytes = sizes[i].element_bytes;
+      }
+    }
+  };
+  add_collectives(Kind::kAllGather, it.all_gather_spans, it.all_gather_sizes, core::Phase::kForward);
+  add_collectives(Kind::kReduceScatter, it.reduce_scatter_spans, it.reduce_scatter_sizes, core::Phase::kBackward);
+  add_collectives(Kind::kAllReduce, it.all_reduce_spans, it.all_reduce_sizes, core::Phase::kForward);
   for (const auto& [from, to] : it.gradient_work_spans) add(Kind::kGradientWork, from, to, -1, core::Phase::kBackward);
   for (const auto& [from, to] : it.optimizer_spans) add(Kind::kOptimizer, from, to, -1, core::Phase::kBackward);
 }

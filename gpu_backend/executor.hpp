@@ -83,6 +83,9 @@ struct TimelineSpan {
   int module = -1;  // kForward, kBackward, kFetch
   core::Phase phase = core::Phase::kForward;  // kFetch
   std::int64_t start_ns = 0, end_ns = 0;
+  // Collectives: the whole gathered / reduced buffer and its element size (0 otherwise).
+  std::int64_t bytes = 0;
+  std::int64_t element_bytes = 0;
 };
 
 struct ExecutorResult {

@@ -159,7 +159,8 @@ void RankExecutor::note_memory() {
 // A collective as ProcessGroupNCCL issues it: the communication stream first waits for the
 // issuing stream's work so far (the copy-in), runs the collective in issue order, then marks
 // completion with an event the user stream can wait on.
-EventId RankExecutor::issue_collective(StreamId user_stream, const std::function<void()>& launch, CollectiveKind kind) {
+EventId RankExecutor::issue_collective(StreamId user_stream, const std::function<void()>& launch, CollectiveKind kind,
+                                       std::int64_t full_bytes, std::int64_t element_bytes) {
   device_.wait(comm_, device_.record(user_stream));
   const EventId before = device_.record(comm_);
   launch();
@@ -169,6 +170,10 @@ EventId RankExecutor::issue_collective(StreamId user_stream, const std::function
                   : kind == CollectiveKind::kReduceScatter ? current_->reduce_scatter_spans
                                                            : current_->all_reduce_spans;
     spans.emplace_back(before, done);
+    auto& sizes = kind == CollectiveKind::kAllGather       ? current_->all_gather_sizes
+                  : kind == CollectiveKind::kReduceScatter ? current_->reduce_scatter_sizes
+                                                           : current_->all_reduce_sizes;
+    sizes.push_back({full_bytes, element_bytes});
   }
   return done;
 }
@@ -416,7 +421,8 @@ std::vector<double> RankExecutor::agree_on_device(const std::vector<double>& val
   std::memcpy(agreement_host_.data(), values.data(), agreement_host_.size());
   const DeviceBuffer buffer = allocate(bytes, compute_, "an agreement buffer");
   device_.copy_host_to_device(compute_, buffer.span, agreement_host_.data());
-  const EventId done = issue_collective(compute_, [&] { device_.all_reduce(comm_, buffer.span, ElementType::kFP64, op); }, CollectiveKind::kAllReduce);
+  const EventId done = issue_collective(compute_, [&] { device_.all_reduce(comm_, buffer.span, ElementType::kFP64, op); }, CollectiveKind::kAllReduce,
+                                        bytes, static_cast<std::int64_t>(sizeof(double)));
   device_.wait(compute_, done);
   device_.copy_device_to_host(compute_, agreement_host_.data(), buffer.span);
   std::int64_t blocked = 0;
@@ -777,7 +783,7 @@ void RankExecutor::flush_reduce_bucket() {
   if (world_size_ > 1) {
     const EventId done = issue_collective(reduce_, [&] {
       device_.reduce_scatter(comm_, flat_span, mine, type_, ReduceOp::kSum);
-    }, CollectiveKind::kReduceScatter);
+    }, CollectiveKind::kReduceScatter, static_cast<std::int64_t>(flat_span.bytes), element_bytes_);
     device_.wait(reduce_, done);
     ++current_->reduce_scatter_count;
   }
@@ -912,7 +918,8 @@ void RankExecutor::execute_gather(const core::Gather& gather, Context& context) 
     }
   }
   (void)context;
-  memory.done = issue_collective(all_gather_, [&] { device_.all_gather(comm_, my_slot, memory.flat->span, type_); }, CollectiveKind::kAllGather);
+  memory.done = issue_collective(all_gather_, [&] { device_.all_gather(comm_, my_slot, memory.flat->span, type_); }, CollectiveKind::kAllGather,
+                                 static_cast<std::int64_t>(memory.flat->span.bytes), element_bytes_);
 }
 
 void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {

@@ -46,6 +46,13 @@ struct RankIteration {
   std::vector<std::pair<EventId, EventId>> all_gather_spans;     // on the communication stream
   std::vector<std::pair<EventId, EventId>> reduce_scatter_spans;
   std::vector<std::pair<EventId, EventId>> all_reduce_spans;     // agreements, trace checks
+  // Each collective span's full buffer (bytes) and element size, in the order of its spans
+  // above: what a profiler trace of the run records ("In/Out msg nelems", "dtype").
+  struct CollectiveSize {
+    std::int64_t bytes = 0;
+    std::int64_t element_bytes = 0;
+  };
+  std::vector<CollectiveSize> all_gather_sizes, reduce_scatter_sizes, all_reduce_sizes;
   std::vector<std::pair<EventId, EventId>> gradient_work_spans;  // reduce stream's copies and passes
   std::vector<std::pair<EventId, EventId>> optimizer_spans;      // compute stream
   std::int64_t all_gather_count = 0, reduce_scatter_count = 0, gathered_numel = 0;
@@ -151,7 +158,9 @@ class RankExecutor final : public RankInspector {
   void free_after(const DeviceBuffer& buffer, StreamId used_on);
   void free(const DeviceBuffer& buffer);
   enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce };
-  EventId issue_collective(StreamId user_stream, const std::function<void()>& launch, CollectiveKind kind);
+  // `full_bytes`: the whole gathered / reduced buffer; `element_bytes`: its element size.
+  EventId issue_collective(StreamId user_stream, const std::function<void()>& launch, CollectiveKind kind,
+                           std::int64_t full_bytes, std::int64_t element_bytes);
   void host_sync(EventId event, SyncTag tag, std::int64_t* blocked_ns = nullptr);
   std::int64_t host_now_ns() const;
   void note_memory();

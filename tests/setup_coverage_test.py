@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks that setup.sh's package list covers what the build and the plots use.
 
-Every find_package / find_program in CMake and every third-party import in plots/ (and in the
+Every find_package / find_program / find_path (a header) in CMake and every third-party import in plots/ (and in the
 Python tests) must be claimed by a package in setup.sh's PACKAGES list ("pkg  # kind:name").
 Where dpkg is available, each claim is also verified on this machine: the file that satisfies
 it must belong to the claimed package or to one of its dependencies.
@@ -16,7 +16,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Used when present, never installed (docs/architecture.md): not Debian packages on this machine.
-NEVER_INSTALLED = {"cmake:CUDAToolkit", "cmake:NCCL", "cmake:CUDA"}
+NEVER_INSTALLED = {"cmake:CUDAToolkit", "cmake:NCCL", "cmake:CUDA", "header:nccl.h"}
 
 
 def package_claims():
@@ -45,6 +45,8 @@ def cmake_needs():
             needs.add(f"cmake:{name}")
         for args in re.findall(r"find_program\(\s*\w+\s+(?:NAMES\s+)?([A-Za-z0-9_.+-]+)", text):
             needs.add(f"program:{args}")
+        for header in re.findall(r"find_path\(\s*\w+\s+(?:NAMES\s+)?([A-Za-z0-9_.+/-]+)", text):
+            needs.add(f"header:{header}")
     return needs
 
 
@@ -97,6 +99,9 @@ def provider_file(claim):
         out = subprocess.run(["/usr/bin/python3", "-c", f"import {name}; print({name}.__file__)"],
                              capture_output=True, text=True)
         return out.stdout.strip() or None
+    if kind == "header":
+        path = os.path.join("/usr/include", name)
+        return path if os.path.exists(path) else None
     if kind == "cmake":
         patterns = [f"{name}Config.cmake", f"{name.lower()}-config.cmake", f"Find{name}.cmake"]
         roots = glob.glob("/usr/lib/*/cmake") + ["/usr/lib/cmake", "/usr/share/cmake"] + glob.glob(

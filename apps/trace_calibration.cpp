@@ -1,0 +1,171 @@
+#include "trace_calibration.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <map>
+#include <unistd.h>
+#include <sstream>
+
+#include "calibrated_profile.hpp"
+#include "command_context.hpp"
+#include "core/hardware/hardware_profile.hpp"
+#include "core/input/closest_match.hpp"
+#include "core/input/input_error.hpp"
+#include "core/trace_import/trace_calibration.hpp"
+#include "core/metrics/metrics.hpp"
+#include "core/scenario/scenario.hpp"
+#include "core/trace_import/trace_set.hpp"
+#include "core/trace_import/trace_summary.hpp"
+#include "sim/kineto_trace.hpp"
+#include "sim/world.hpp"
+
+namespace prefetchlab::apps {
+namespace {
+
+const char* bandwidth_key(core::CollectiveKind kind) {
+  switch (kind) {
+    case core::CollectiveKind::kAllGather: return "allgather_bus_bandwidth_gb_per_s";
+    case core::CollectiveKind::kReduceScatter: return "reduce_scatter_bus_bandwidth_gb_per_s";
+    default: return "all_reduce_bus_bandwidth_gb_per_s";
+  }
+}
+
+std::string fmt(const char* format, double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, v);
+  return buffer;
+}
+
+}  // namespace
+
+int run_trace_calibration(const TraceCalibrationOptions& o) {
+  const core::BundledData bundled = bundled_data();
+  const std::string base_name = o.base.empty() ? "h100-sxm-8x" : o.base;
+  const auto base = core::find_hardware_profile(base_name, bundled.hardware_dir);
+  if (!base) {
+    throw core::InputError({"<command line>", 0}, "--base", "'" + base_name + "' is neither a file nor a bundled profile",
+                           "the base hardware profile: bundled name or YAML path",
+                           core::closest_match(base_name, core::bundled_hardware_names(bundled.hardware_dir)));
+  }
+  core::load_hardware_profile(*base);
+  const core::TraceSet set = core::load_trace_set(o.traces, o.timeline);
+  const core::TraceCalibration cal = core::calibrate_from_traces(set, o.tolerance);
+
+  std::map<std::string, double> values;
+  std::ostringstream header;
+  header << "# Calibrated by `prefetchlab calibrate --from-trace` from " << set.ranks.size()
+         << " torch.profiler trace(s) (docs/traces.md):\n";
+  std::printf("calibrate --from-trace: %zu rank(s), %zu collectives matched across ranks\n", set.ranks.size(),
+              set.matched.size());
+  const core::TraceCollectiveFit* latency_source = nullptr;
+  for (const auto& f : cal.collectives) {
+    const char* kind = core::collective_kind_name(f.kind);
+    if (!f.fitted) {
+      std::printf("  %s on %lld ranks: not fitted: %s (%lld events)\n", kind, static_cast<long long>(f.group_size),
+                  f.why_not.c_str(), static_cast<long long>(f.events));
+      continue;
+    }
+    std::printf("  %s on %lld ranks: latency %.2f us, bus bandwidth %.2f GB/s (%lld events, %zu sizes, true time = "
+                "min(end) - max(start) over the ranks)\n",
+                kind, static_cast<long long>(f.group_size), f.fit.latency_us(), f.fit.bus_bandwidth_gb_per_s(),
+                static_cast<long long>(f.events), f.points.size());
+    for (std::size_t i = 0; i < f.points.size(); ++i) {
+      std::printf("    %14lld B  true %10.2f us  fitted %10.2f us\n", static_cast<long long>(f.points[i].bytes),
+                  f.points[i].time_us, f.fit.predicted_us[i]);
+    }
+    header << "#   " << kind << ", " << f.group_size << " ranks: latency " << fmt("%.2f", f.fit.latency_us())
+           << " us, busBW " << fmt("%.2f", f.fit.bus_bandwidth_gb_per_s()) << " GB/s from " << f.events << " events\n";
+    // The last group of an op wins its key, as for nccl-tests logs.
+    values[bandwidth_key(f.kind)] = f.fit.bus_bandwidth_gb_per_s();
+    if (latency_source == nullptr || (f.kind == core::CollectiveKind::kAllGather &&
+                                      latency_source->kind != core::CollectiveKind::kAllGather)) {
+      latency_source = &f;
+    }
+  }
+  if (latency_source != nullptr) values["collective_latency_us"] = latency_source->fit.latency_us();
+  if (cal.host_call_events > 0) {
+    values["host_speed"] = cal.host_speed;
+    std::printf("  host_speed %.3f: median torch-level %s call %.1f us (%lld calls) against the %.0f us the host "
+                "defaults assume\n",
+                cal.host_speed, core::collective_kind_name(cal.host_call_kind), cal.host_call_median_us,
+                static_cast<long long>(cal.host_call_events), core::kHostCallReferenceUs);
+    header << "#   host_speed " << fmt("%.3f", cal.host_speed) << " from " << cal.host_call_events
+           << " torch-level collective calls (median " << fmt("%.1f", cal.host_call_median_us) << " us)\n";
+  }
+  if (cal.launch_events > 0) {
+    std::printf("  measured, not written: kernel launch call median %.1f us (%lld launches; kernel_launch_us also "
+                "counts the dispatcher)\n",
+                cal.launch_median_us, static_cast<long long>(cal.launch_events));
+  }
+  std::vector<std::string> not_fitted = cal.not_fitted;
+  if (!o.scenario.empty()) {
+    // compute_time_scale: the scenario simulated, written and read back like the traces, so
+    // both compute busy times are measured the same way.
+    std::erase_if(not_fitted, [](const std::string& why) { return why.starts_with("compute_time_scale"); });
+    // The simulated compute busy time per step (median of the steady iterations) at a given
+    // compute_time_scale (none: the scenario's own).
+    std::string scenario_name;
+    const auto simulated_busy_ns = [&](std::optional<double> scale, double* used_scale) {
+      std::vector<std::string> overrides = o.overrides;
+      if (scale) overrides.push_back("cluster.calibration.compute_time_scale=" + fmt("%.9g", *scale));
+      const core::Scenario scenario = core::load_scenario(o.scenario, overrides, bundled_data());
+      scenario_name = scenario.name;
+      *used_scale = scenario.cluster.calibration.compute_time_scale;
+      sim::World world(scenario, /*record_trace=*/true);
+      const sim::WorldResult simulated = world.run();
+      if (simulated.status != core::RunStatus::kOk) {
+        throw core::InputError({o.scenario, 0}, "", "could not be simulated (" + simulated.message + ")",
+                               "a scenario that runs (prefetchlab run checks it)");
+      }
+      const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
+                                        ("prefetchlab-calibrate-" + std::to_string(::getpid()));
+      sim::write_kineto_traces(tmp, world);
+      std::vector<std::string> files;
+      for (int r = 0; r < world.ranks(); ++r) files.push_back((tmp / ("rank" + std::to_string(r) + ".pt.trace.json")).string());
+      const core::TraceSummary summary = core::summarize_traces(core::load_trace_set(files, {}));
+      std::filesystem::remove_all(tmp);
+      std::vector<double> busy;
+      for (const auto& step : summary.steps) {
+        if (step.number > scenario.training.warmup_iterations) busy.push_back(static_cast<double>(step.compute_busy_ns.median));
+      }
+      return busy.empty() ? 0.0 : core::median(busy);
+    };
+    const core::TraceSummary real_summary = core::summarize_traces(set);
+    std::vector<double> real_busy;
+    for (const auto& step : real_summary.steps) real_busy.push_back(static_cast<double>(step.compute_busy_ns.median));
+    const double real_ns = real_busy.empty() ? 0 : core::median(real_busy);
+    double s0 = 1, s1 = 1;
+    const double busy0 = simulated_busy_ns(std::nullopt, &s0);
+    if (real_ns > 0 && busy0 > 0 && s0 > 0) {
+      // Compute time is affine in the scale (fixed per-kernel costs do not scale): a second run
+      // at the proportional guess, then the line through both points.
+      const double guess = s0 * real_ns / busy0;
+      const double busy1 = simulated_busy_ns(guess, &s1);
+      double scale = guess;
+      if (std::abs(busy1 - busy0) > 0 && std::abs(s1 - s0) > 0) scale = s0 + (real_ns - busy0) * (s1 - s0) / (busy1 - busy0);
+      scale = std::max(scale, 0.0);
+      values["compute_time_scale"] = scale;
+      std::printf("  compute_time_scale %.3f: compute busy %.3f ms per step in the trace (median of %zu steps) against "
+                  "%.3f ms simulated at scale %.3g and %.3f ms at %.3g (%s, steady iterations)\n",
+                  scale, real_ns / 1e6, real_busy.size(), busy0 / 1e6, s0, busy1 / 1e6, s1, scenario_name.c_str());
+      header << "#   compute_time_scale " << fmt("%.3f", scale) << " from " << real_busy.size() << " steps against "
+             << scenario_name << "\n";
+    } else {
+      not_fitted.push_back("compute_time_scale: no compute in the trace's steps or in the simulation");
+    }
+  }
+  for (const auto& why : not_fitted) std::printf("  not fitted: %s\n", why.c_str());
+  if (values.empty()) {
+    throw core::InputError({o.traces.front(), 0}, "", "support no constant: " + not_fitted.front(),
+                           "traces of every rank of a group, with collective sizes (PyTorch >= 2.3, or record_shapes=True)");
+  }
+  write_calibrated_profile(*base, o.output, header.str(), values, std::nullopt);
+  std::printf("wrote %s (base %s):", o.output.c_str(), base->string().c_str());
+  for (const auto& [key, value] : values) std::printf(" %s %.4g", key.c_str(), value);
+  std::printf("\n");
+  return kExitOk;
+}
+
+}  // namespace prefetchlab::apps

@@ -1,0 +1,97 @@
+#pragma once
+// One rank's trace, analysed: its steps, its collectives (the transfers on the device, or gloo's
+// work items), its host-side collective calls, what the device computed, and its memory. Built
+// from one TraceFile; the cross-rank view is in trace_set.hpp.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/trace_import/collective_kind.hpp"
+#include "core/trace_import/trace_file.hpp"
+
+namespace prefetchlab::core {
+
+struct TimelineOptions {
+  // A trace without ProfilerStep#N markers (a legacy export of one iteration) is one step.
+  bool whole_file_step = false;
+  // Steps delimited by the starts of the events of this name (e.g. the optimizer's
+  // "Optimizer.zero_grad#SGD.zero_grad"): step i runs from the i-th to the (i+1)-th; for traces
+  // recorded without a profiler schedule. Empty: ProfilerStep#N.
+  std::string step_marker;
+};
+
+struct RankStep {
+  std::int64_t number = 0;  // N of ProfilerStep#N; -1 for a whole-file step
+  std::int64_t start_ns = 0;
+  std::int64_t duration_ns = 0;  // the host-side step window
+  std::int64_t compute_busy_ns = 0;   // union of compute work (non-collective kernels; host ops on a CPU-only trace)
+  std::int64_t exposed_comm_ns = 0;   // collective time while no compute ran
+  std::int64_t peak_allocated_bytes = -1;      // device ([memory] Device Type 1); -1 without events
+  std::int64_t peak_cpu_allocated_bytes = -1;  // host allocator (Device Type 0)
+};
+
+// One collective as this rank ran it: an NCCL kernel (its span includes waiting for the slowest
+// peer) or a gloo work item.
+struct RankCollective {
+  CollectiveKind kind = CollectiveKind::kOther;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t in_nelems = -1;   // metadata; -1 when the file does not say
+  std::int64_t out_nelems = -1;
+  std::int64_t elements = -1;    // the full buffer: max(in, out), else "Input Dims"; -1 unknown
+  std::string dtype;
+  std::string process_group;     // "" when the file does not say
+  std::int64_t group_size = -1;
+  std::int64_t seq = -1;
+  int step = -1;                 // index into RankTimeline::steps; -1 outside every step
+};
+
+// A host-side collective call (the outermost of c10d::*, record_param_comms, nccl:* on a thread).
+struct HostCollectiveCall {
+  CollectiveKind kind = CollectiveKind::kOther;
+  std::int64_t start_ns = 0;
+  std::int64_t duration_ns = 0;
+  bool autograd_thread = false;  // issued from backward (pt_autograd_N)
+  int step = -1;
+};
+
+// One call of a DeepSpeed ZeRO-3 hook or coordinator function, from a python_function event
+// (with_stack=True): `.../deepspeed/runtime/zero/parameter_offload.py(353): _pre_forward_module_hook`.
+// Its duration includes what it calls (the fetch inside a hook, the collectives inside a fetch)
+// and the Python tracer's own overhead.
+struct HostHookCall {
+  std::string function;  // "_pre_forward_module_hook", "fetch_sub_module", ...
+  std::int64_t duration_ns = 0;
+  int step = -1;
+};
+
+// The DeepSpeed functions host_hook_calls collects (docs/traces.md).
+bool is_deepspeed_hook_function(const std::string& function);
+
+struct RankTimeline {
+  std::string path;
+  std::int64_t rank = 0;
+  bool rank_from_file = false;     // distributedInfo.rank; else the position among the files
+  std::int64_t world_size = -1;
+  std::string backend;
+  bool absolute_clock = true;      // false for legacy exports (per-process relative time)
+  bool has_gpu_kernels = false;
+  std::vector<RankStep> steps;
+  std::vector<RankCollective> collectives;  // by start time
+  std::vector<HostCollectiveCall> host_calls;
+  std::vector<HostHookCall> hook_calls;  // DeepSpeed's, in start order
+  std::int64_t memory_events = 0;
+  std::int64_t gpu_memory_events = 0;
+  std::string autograd_thread;     // its name; empty when none was seen
+  std::int64_t autograd_thread_ops = 0;
+  std::int64_t forward_backward_links = 0;  // fwdbwd flow pairs
+  std::int64_t launch_links = 0;            // kernels tied to their launch (correlation or ac2g)
+  std::int64_t python_function_events = 0;
+  std::vector<std::int64_t> launch_call_ns;  // host durations of kernel launches (cudaLaunchKernel*, hipLaunchKernel*)
+  std::vector<std::string> missing;  // facts this file cannot provide, and why
+};
+
+// Throws InputError naming the file when it has no steps (and !whole_file_step) or no events.
+RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_rank, const TimelineOptions& options);
+
+}  // namespace prefetchlab::core
