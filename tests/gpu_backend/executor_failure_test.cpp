@@ -1,6 +1,9 @@
 // A failure on one rank ends the whole executor run with a message naming the rank and the
 // operation, and nothing hangs (issue 7, "Done when" 5): an exception on the host, an error in
 // a kernel, a collective that differs from the other ranks', and a rank stuck past the timeout.
+// Each strikes in the middle of iteration 3 of 3, and the iterations every rank finished keep
+// their rows: iteration 1 at least (the host synchronised with its end during iteration 2),
+// iteration 2 when the devices had finished it, never the cut iteration 3.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -17,15 +20,28 @@ namespace pt = prefetchlab::testing;
 
 namespace {
 
-enum class Fault { kHostException, kKernelError, kCollectiveMismatch, kStuckRank };
+enum class Fault { kNone, kHostException, kKernelError, kCollectiveMismatch, kStuckRank };
 
-// Rank 1 misbehaves at its `after`-th GEMM (or all-gather).
+// Rank 1's GEMMs and all-gathers in a clean run of the scenario below (counted by kNone).
+struct Counts {
+  int gemms = 0;
+  int gathers = 0;
+};
+Counts& clean_counts() {
+  static Counts counts;
+  return counts;
+}
+constexpr int kIterations = 3;
+
+// Rank 1 misbehaves at its GEMM (or all-gather) halfway through iteration 3.
 class FaultyDevice : public pt::ForwardingDevice {
  public:
   FaultyDevice(pg::Device& inner, pg::DeviceGroup& group, Fault fault) : ForwardingDevice(inner), group_(group), fault_(fault) {}
 
   void gemm(pg::StreamId s, const pg::GemmArgs& args) override {
-    if (rank() == 1 && ++gemms_ == 40) {
+    if (rank() == 1) ++gemms_;
+    if (fault_ == Fault::kNone && rank() == 1) clean_counts().gemms = gemms_;
+    if (fault_ != Fault::kNone && rank() == 1 && gemms_ == clean_counts().gemms * 5 / (2 * kIterations)) {
       if (fault_ == Fault::kHostException) throw std::runtime_error("injected host fault");
       if (fault_ == Fault::kKernelError) {
         pg::GemmArgs bad = args;
@@ -45,7 +61,9 @@ class FaultyDevice : public pt::ForwardingDevice {
     ForwardingDevice::gemm(s, args);
   }
   void all_gather(pg::StreamId s, pg::DeviceSpan send, pg::DeviceSpan recv, pg::ElementType t) override {
-    if (fault_ == Fault::kCollectiveMismatch && rank() == 1 && ++gathers_ == 5) {
+    if (rank() == 1) ++gathers_;
+    if (fault_ == Fault::kNone && rank() == 1) clean_counts().gathers = gathers_;
+    if (fault_ == Fault::kCollectiveMismatch && rank() == 1 && gathers_ == clean_counts().gathers * 5 / (2 * kIterations)) {
       // A different bucket on one rank (what ranks that decide their bucket alone do).
       const std::uint64_t slot = send.bytes - 2;
       ForwardingDevice::all_gather(s, send.sub(0, slot), recv.sub(0, slot * static_cast<std::uint64_t>(world_size())), t);
@@ -67,9 +85,10 @@ struct Outcome {
 };
 
 Outcome run_with(Fault fault) {
+  if (fault != Fault::kNone && clean_counts().gemms == 0) run_with(Fault::kNone);
   const pc::Scenario s = pc::load_scenario(
       std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/host/tiny-llama-host.yaml",
-      {"cluster.gpus_per_node=3", "training.iterations=3", "output.trace=false"},
+      {"cluster.gpus_per_node=3", "training.iterations=" + std::to_string(kIterations), "output.trace=false"},
       pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR));
   pg::HostDeviceOptions options;
   options.world_size = 3;
@@ -86,6 +105,17 @@ Outcome run_with(Fault fault) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// The finished iterations' rows are kept (1 or 2 of them), the cut iteration 3's are not.
+void expect_finished_iterations_kept(const Outcome& o) {
+  const std::size_t kept = o.result.metrics.iterations.size();
+  ASSERT_GE(kept, 1u) << o.result.message;
+  ASSERT_LE(kept, 2u) << o.result.message;
+  for (std::size_t i = 0; i < kept; ++i) EXPECT_EQ(o.result.metrics.iterations[i].iteration, static_cast<int>(i + 1));
+  EXPECT_EQ(o.result.metrics.buckets.size(), 3 * kept);  // one per rank and iteration
+  ASSERT_FALSE(o.result.metrics.samples.empty());
+  for (const auto& sample : o.result.metrics.samples) EXPECT_LE(sample.iteration, static_cast<int>(kept));
+}
+
 }  // namespace
 
 TEST(ExecutorFailure, AnExceptionOnOneRankEndsTheRunNamingRankAndModule) {
@@ -96,8 +126,9 @@ TEST(ExecutorFailure, AnExceptionOnOneRankEndsTheRunNamingRankAndModule) {
   EXPECT_TRUE(contains(o.result.message, "rank 1")) << o.result.message;
   EXPECT_TRUE(contains(o.result.message, "injected host fault")) << o.result.message;
   EXPECT_TRUE(contains(o.result.message, "compute of module ")) << o.result.message;
-  EXPECT_TRUE(contains(o.result.message, "in iteration ")) << o.result.message;
+  EXPECT_TRUE(contains(o.result.message, "in iteration 3")) << o.result.message;
   EXPECT_LT(o.elapsed, std::chrono::seconds(10));
+  expect_finished_iterations_kept(o);
 }
 
 TEST(ExecutorFailure, AKernelErrorEndsTheRunNamingRankStreamAndKernel) {
@@ -109,6 +140,7 @@ TEST(ExecutorFailure, AKernelErrorEndsTheRunNamingRankStreamAndKernel) {
   EXPECT_TRUE(contains(o.result.message, "on stream compute")) << o.result.message;
   EXPECT_TRUE(contains(o.result.message, "fp16")) << o.result.message;
   EXPECT_LT(o.elapsed, std::chrono::seconds(10));
+  expect_finished_iterations_kept(o);
 }
 
 TEST(ExecutorFailure, ACollectiveMismatchEndsTheRunNamingTheOddRank) {
@@ -120,6 +152,7 @@ TEST(ExecutorFailure, ACollectiveMismatchEndsTheRunNamingTheOddRank) {
   EXPECT_TRUE(contains(o.result.message, "collective mismatch")) << o.result.message;
   EXPECT_TRUE(contains(o.result.message, "all_gather #")) << o.result.message;
   EXPECT_LT(o.elapsed, std::chrono::seconds(10));
+  expect_finished_iterations_kept(o);
 }
 
 TEST(ExecutorFailure, AStuckRankIsNamedAfterTheTimeoutAndNothingHangs) {
@@ -131,4 +164,5 @@ TEST(ExecutorFailure, AStuckRankIsNamedAfterTheTimeoutAndNothingHangs) {
   EXPECT_TRUE(contains(o.result.message, "did not reach the collective")) << o.result.message;
   EXPECT_TRUE(contains(o.result.message, "within 300 ms")) << o.result.message;
   EXPECT_LT(o.elapsed, std::chrono::seconds(10));
+  expect_finished_iterations_kept(o);
 }

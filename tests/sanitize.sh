@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzzing jobs (docs/testing.md says what each covers and why it is trimmed).
+#   tests/sanitize.sh [asan] [tsan] [fuzz]     (default: all three, in that order)
+# asan  clang build with ASan+UBSan (LeakSanitizer on), libFuzzer coverage, no mimalloc, no LTO:
+#       the prefetchlab command, the test binary and the fuzz harnesses; runs the ASan test set.
+# tsan  clang build with TSan of the threaded tests only (prefetchlab_threaded_tests): the host
+#       device and its rendezvous, the executor and its fault injection, the sweep's workers.
+# fuzz  each libFuzzer harness for FUZZ_SECONDS (default 30) on its seeded corpus, after its
+#       regression inputs (tests/fuzz/run.sh); needs the asan build.
+# Environment: SANITIZE_DIR (default build-sanitize), JOBS, FUZZ_SECONDS, FUZZ_CLI (a built
+# prefetchlab, to seed samples.csv and nccl-tests tables). Any sanitizer report fails the job.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=${SANITIZE_DIR:-build-sanitize}
+jobs=${JOBS:-$(nproc)}
+jobs_wanted=("$@")
+((${#jobs_wanted[@]})) || jobs_wanted=(asan tsan fuzz)
+
+# The test set run under ASan+UBSan: every GoogleTest case except those that time work or run
+# for long (they would only measure the sanitizer's slowdown), and not the Python tests (plots,
+# the allocator comparison, setup coverage), whose C++ side is the command the other tests run.
+asan_exclude='^(plots_|setup_covers|torch_allocator)|Benchmark|Fidelity(Command|Corpus)|Tune(Command)?\.|Compare(Docs)?\.'
+
+configure() {  # dir sanitizers extra-cmake-args...
+  local dir=$1 sanitize=$2
+  shift 2
+  # -O1: the sanitizers' usual level (fast enough to run, quicker to build than -O3); asserts on.
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS_RELEASE="-O1 -gline-tables-only" -DPREFETCHLAB_SANITIZE="$sanitize" \
+    -DPREFETCHLAB_BENCH=OFF -DPREFETCHLAB_CUDA=OFF -DPREFETCHLAB_LTO=OFF "$@" >/dev/null
+}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+
+for job in "${jobs_wanted[@]}"; do
+  start=$SECONDS
+  case $job in
+    asan)
+      configure "$root/asan" address,undefined -DPREFETCHLAB_FUZZ=ON
+      cmake --build "$root/asan" -j "$jobs" --target prefetchlab prefetchlab_tests fuzz_harnesses
+      # Timeouts inside the tests (a rank's collective timeout, a CLI's `timeout 60`) are sized
+      # for optimised code; ctest's own is raised for the slower sanitized runs.
+      ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" --timeout 600 -E "$asan_exclude"
+      ;;
+    tsan)
+      configure "$root/tsan" thread
+      cmake --build "$root/tsan" -j "$jobs" --target prefetchlab_threaded_tests
+      "$root/tsan/tests/prefetchlab_threaded_tests" --gtest_brief=1
+      ;;
+    fuzz)
+      tests/fuzz/run.sh "$root/asan" "${FUZZ_SECONDS:-30}"
+      ;;
+    *)
+      echo "tests/sanitize.sh: unknown job '$job' (asan, tsan or fuzz)" >&2
+      exit 2
+      ;;
+  esac
+  echo "sanitize: $job passed in $((SECONDS - start)) s"
+done
