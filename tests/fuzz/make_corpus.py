@@ -12,10 +12,10 @@ are added (the repository bundles neither). Existing seeds are overwritten, othe
 """
 import argparse
 import hashlib
+import importlib.util
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -100,8 +100,10 @@ def seed_sweep(out):
 
 def seed_allocator(out):
     add(out, "allocator_sequence", "op,id,bytes\nmalloc,a,1000\nmalloc,b,3000000\nfree,a,\nmalloc,a,512\nfree,b,\n")
-    sys.path.insert(0, str(ROOT / "gpu_backend"))
-    import torch_allocator_compare as tac  # writes the sequence PyTorch replays too
+    # The sequence PyTorch replays too (gpu_backend/torch_allocator_compare.py), loaded by path.
+    spec = importlib.util.spec_from_file_location("tac", ROOT / "gpu_backend" / "torch_allocator_compare.py")
+    tac = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tac)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sequence.csv"
         tac.write_sequence(str(path), tac.make_sequence(1))
