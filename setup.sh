@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # PrefetchLab set-up: installs the Debian packages that are missing, then builds.
 #   ./setup.sh          install what is missing, configure and build the prefetchlab command
-#   ./setup.sh test     the same, then build everything (tests, benchmarks) and run the test suite
+#   ./setup.sh test     the same, then build everything (tests, benchmarks) and run the test suite,
+#                       then the sanitizer and fuzzing jobs (tests/sanitize.sh)
 # CUDA and NCCL are used when present (the CUDA backend is built then) and never installed.
 # Environment: CI=true turns warnings into errors; BUILD_DIR (default build); JOBS.
 set -euo pipefail
@@ -28,6 +29,14 @@ PACKAGES=(
   python3-numpy       # python:numpy
 )
 
+# Installed by `./setup.sh test` only: clang and its sanitizer and libFuzzer runtimes for the
+# sanitizer and fuzzing builds (tests/sanitize.sh, docs/testing.md).
+TEST_PACKAGES=(
+  clang               # program:clang++
+  libclang-rt-14-dev  # file:/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a
+)
+[[ ${1:-} == test ]] && PACKAGES+=("${TEST_PACKAGES[@]}")
+
 missing=()
 for entry in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$entry" 2>/dev/null | grep -q "install ok installed"; then
@@ -53,6 +62,8 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPREFETCHLAB_WER
 if [[ ${1:-} == test ]]; then
   cmake --build "$build_dir" -j "${JOBS:-$(nproc)}"
   ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-$(nproc)}"
+  # ASan+UBSan and TSan builds of the tests, and each fuzz harness for 30 s (docs/testing.md).
+  FUZZ_CLI="$build_dir/apps/prefetchlab" tests/sanitize.sh
 else
   # The quick start runs only the command line: the test suite and the benchmarks (about half
   # of the build) are built by `./setup.sh test`.

@@ -93,6 +93,16 @@ std::string percent(double fraction) {
   return buf;
 }
 
+// The real run's per-iteration rows: samples.csv, buckets.csv, iterations.csv in `dir`.
+void write_real_rows(const std::filesystem::path& dir, const gpu::ExecutorResult& real) {
+  core::SamplesCsv samples(dir / "samples.csv", {core::kHostWaitColumn, core::kHostIntervalColumn, core::kPeakReservedColumn});
+  samples.append(real.metrics.samples);
+  core::BucketsCsv buckets(dir / "buckets.csv");
+  buckets.append(real.metrics.buckets);
+  core::IterationsCsv iterations(dir / "iterations.csv");
+  for (const auto& record : real.metrics.iterations) iterations.append(record);
+}
+
 int validate(const ValidateOptions& o) {
   if (o.backend.empty() == o.traces.empty()) {
     throw core::InputError({"<command line>", 0}, "--backend, --against-trace",
@@ -151,6 +161,12 @@ int validate(const ValidateOptions& o) {
     if (runs.back().status != core::RunStatus::kOk) {
       std::cerr << "error: the " << o.backend << " run " << rep + 1 << " of " << scenario.name << " ended "
                 << core::run_status_name(runs.back().status) << ": " << runs.back().message << "\n";
+      // The iterations every rank finished keep their rows, as a failed simulated run's do.
+      if (!runs.back().metrics.iterations.empty()) {
+        write_real_rows(dir, runs.back());
+        std::cerr << "the " << runs.back().metrics.iterations.size() << " finished iteration(s) are in "
+                  << (dir / "iterations.csv").string() << ", samples.csv and buckets.csv\n";
+      }
       return core::run_status_exit_code(runs.back().status);
     }
     real_stats.push_back(core::summarize(runs.back().metrics, warmup));
@@ -172,14 +188,7 @@ int validate(const ValidateOptions& o) {
   }
   const core::SummaryStats sim_stats = core::summarize(simulated.metrics, warmup);
 
-  {
-    core::SamplesCsv samples(dir / "samples.csv", {core::kHostWaitColumn, core::kHostIntervalColumn, core::kPeakReservedColumn});
-    samples.append(real.metrics.samples);
-    core::BucketsCsv buckets(dir / "buckets.csv");
-    buckets.append(real.metrics.buckets);
-    core::IterationsCsv iterations(dir / "iterations.csv");
-    for (const auto& record : real.metrics.iterations) iterations.append(record);
-  }
+  write_real_rows(dir, real);
   // Both timelines, to open side by side (same tracks where they correspond).
   write_real_trace_json(dir / "real_trace.json", scenario, real);
   // The same run in the torch.profiler schema: calibrate --from-trace and validate

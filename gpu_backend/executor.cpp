@@ -224,13 +224,21 @@ ExecutorResult Executor::run() {
     result.call_log.insert(result.call_log.end(), rank->call_log().begin(), rank->call_log().end());
     result.plan_log.push_back(rank->plan_log());
   }
+  auto finished = static_cast<std::size_t>(iterations);
   if (const auto failure = group_.failure()) {
     result.status = status_of(failure->kind);
     result.message = failure->message();
     result.failure = failure;
-    return result;
+    // The iterations every rank finished before the failure keep their rows, as a simulated
+    // run's do; a device that cannot say (a broken CUDA context) keeps none.
+    try {
+      for (auto& rank : ranks) finished = std::min(finished, rank ? rank->finished_iterations() : 0);
+    } catch (const std::exception&) {
+      finished = 0;
+    }
+    if (finished == 0) return result;
   }
-  for (std::size_t i = 0; i < static_cast<std::size_t>(iterations); ++i) {
+  for (std::size_t i = 0; i < finished; ++i) {
     result.metrics.iterations.push_back(combine(ranks, i));
     for (auto& rank : ranks) append_timeline(*rank, rank->iterations()[i], result.timeline);
     for (auto& rank : ranks) {
@@ -241,6 +249,7 @@ ExecutorResult Executor::run() {
     }
   }
   for (auto& rank : ranks) {
+    if (result.failure) break;  // the points of a cut iteration have no end to match
     const auto points = rank->take_memory_points();
     result.metrics.memory.insert(result.metrics.memory.end(), points.begin(), points.end());
   }

@@ -15,7 +15,10 @@ constexpr std::uint64_t kPageBytes = 4096;
 
 }  // namespace
 
-HostDeviceMemory::~HostDeviceMemory() { release_deferred(); }
+HostDeviceMemory::~HostDeviceMemory() {
+  release_deferred();
+  for (const core::DeviceAddress address : live_) std::free(reinterpret_cast<void*>(address));
+}
 
 std::optional<core::DeviceAddress> HostDeviceMemory::device_malloc(std::uint64_t size_bytes) {
   if (used_bytes_ + size_bytes > capacity_bytes_) return std::nullopt;
@@ -23,11 +26,14 @@ std::optional<core::DeviceAddress> HostDeviceMemory::device_malloc(std::uint64_t
   void* memory = std::aligned_alloc(kPageBytes, rounded);
   if (!memory) return std::nullopt;
   used_bytes_ += size_bytes;
-  return reinterpret_cast<core::DeviceAddress>(memory);
+  const auto address = reinterpret_cast<core::DeviceAddress>(memory);
+  live_.insert(address);
+  return address;
 }
 
 void HostDeviceMemory::device_free(core::DeviceAddress address, std::uint64_t size_bytes) {
   used_bytes_ -= size_bytes;
+  live_.erase(address);
   deferred_.emplace_back(address, size_bytes);
 }
 

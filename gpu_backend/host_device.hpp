@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "core/memory/allocator_options.hpp"
@@ -40,6 +41,8 @@ class HostDeviceGroup;
 
 // cudaMalloc on the host: aligned host memory, bounded by a capacity. Frees are deferred until
 // the owning device knows no stream can still touch the memory (see HostDevice::allocate).
+// Destroying it frees what is still allocated, as destroying a CUDA context does: a run that
+// ends with buffers live (a failure, a test that keeps one) leaks nothing.
 class HostDeviceMemory final : public core::DeviceMemory {
  public:
   explicit HostDeviceMemory(std::uint64_t capacity_bytes) : capacity_bytes_(capacity_bytes) {}
@@ -55,6 +58,7 @@ class HostDeviceMemory final : public core::DeviceMemory {
   std::uint64_t capacity_bytes_;
   std::uint64_t used_bytes_ = 0;
   std::vector<std::pair<core::DeviceAddress, std::uint64_t>> deferred_;
+  std::unordered_set<core::DeviceAddress> live_;  // allocated, not yet freed
 };
 
 class HostDevice final : public Device {

@@ -281,6 +281,15 @@ void RankExecutor::run() {
   host_sync(device_.record(compute_), SyncTag::kRunEnd);
 }
 
+std::size_t RankExecutor::finished_iterations() {
+  std::size_t n = 0;
+  for (const RankIteration& it : iterations_) {
+    if (it.iteration_end_event < 0 || !device_.query(it.iteration_end_event)) break;
+    ++n;
+  }
+  return n;
+}
+
 // Device events of different ranks share no clock (on CUDA not even a device), so every rank's
 // times count from the end of a set-up all-reduce, which no rank leaves before all have entered:
 // iteration 1 then starts together on every rank and the real trace's ranks line up. One exit is

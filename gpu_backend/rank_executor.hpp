@@ -86,6 +86,9 @@ class RankExecutor final : public RankInspector {
   std::string current_operation() const;
 
   const std::vector<RankIteration>& iterations() const { return iterations_; }
+  // The leading iterations whose end event has completed on the device: after a failure, the
+  // ones that finished (their rows are kept); the iteration the failure cut is not among them.
+  std::size_t finished_iterations();
   // Device time of an event on the ranks' common clock (valid after run(); see align_clocks).
   std::int64_t event_ns(EventId event) { return device_.elapsed_ns(base_event_, event) - clock_shift_ns_; }
   std::vector<core::TimingSample> samples_of(const RankIteration& it);

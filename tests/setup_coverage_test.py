@@ -21,10 +21,10 @@ NEVER_INSTALLED = {"cmake:CUDAToolkit", "cmake:NCCL", "cmake:CUDA", "header:nccl
 
 def package_claims():
     text = open(os.path.join(ROOT, "setup.sh")).read()
-    block = re.search(r"PACKAGES=\((.*?)\n\)", text, re.S)
-    assert block, "setup.sh has no PACKAGES=( ... ) list"
+    blocks = re.findall(r"^(?:TEST_)?PACKAGES=\((.*?)\n\)", text, re.S | re.M)
+    assert blocks, "setup.sh has no PACKAGES=( ... ) list"
     claims = {}
-    for line in block.group(1).splitlines():
+    for line in "\n".join(blocks).splitlines():
         m = re.match(r"\s*([a-z0-9.+-]+)\s*#\s*(\S+)", line)
         if m:
             claims[m.group(2)] = m.group(1)
@@ -102,6 +102,9 @@ def provider_file(claim):
     if kind == "header":
         path = os.path.join("/usr/include", name)
         return path if os.path.exists(path) else None
+    if kind == "file":  # a glob: a file the build uses without finding it (a sanitizer runtime)
+        hits = sorted(glob.glob(name))
+        return hits[0] if hits else None
     if kind == "cmake":
         patterns = [f"{name}Config.cmake", f"{name.lower()}-config.cmake", f"Find{name}.cmake"]
         roots = glob.glob("/usr/lib/*/cmake") + ["/usr/lib/cmake", "/usr/share/cmake"] + glob.glob(

@@ -119,6 +119,17 @@ SamplesFile read_samples_csv(const std::filesystem::path& path, int world_size) 
     out.lines.push_back(line_no);
   }
   if (line_no == 0) throw InputError({file, 1}, "", "the samples file is empty", "a header line");
+  // A run writes at least one sample per iteration, so an iteration number beyond the file's row
+  // count is a damaged file, not a run: the replay would step every controller through every
+  // iteration up to it, memory and time out of proportion to the file.
+  const auto last = std::max_element(out.samples.begin(), out.samples.end(),
+                                     [](const TimingSample& a, const TimingSample& b) { return a.iteration < b.iteration; });
+  if (last != out.samples.end() && static_cast<std::size_t>(last->iteration) > out.samples.size()) {
+    throw InputError({file, out.lines[static_cast<std::size_t>(last - out.samples.begin())]}, "iteration",
+                     "iteration " + std::to_string(last->iteration) + " in a file of " +
+                         std::to_string(out.samples.size()) + " sample rows",
+                     "iterations at most the number of rows (a run writes at least one sample per iteration)");
+  }
   return out;
 }
 

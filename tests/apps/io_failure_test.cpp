@@ -102,3 +102,33 @@ TEST(IoFailure, AnOutputFolderThatCannotBeMadeIsExitSix) {
   EXPECT_NE(result.output.find("I/O error"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find((file / "out").string()), std::string::npos) << result.output;
 }
+
+// The other commands that write folders: the same exit code and the folder named.
+TEST(IoFailure, SweepTuneAndValidateOutputFoldersThatCannotBeMadeAreExitSix) {
+  TempDir dir("enotdir-others");
+  const fs::path file = dir.write("not-a-folder", "x");
+  const fs::path grid = dir.write("grid.yaml", "zero.stage3_prefetch_bucket_size: [1e6, 2e6]\n");
+  const fs::path host = fs::path(PREFETCHLAB_SOURCE_DIR) / "scenarios" / "host" / "tiny-llama-host.yaml";
+  for (const std::string& command :
+       {"sweep " + kScenario.string() + " --grid " + grid.string() + " -o " + (file / "sweep").string(),
+        "tune " + kScenario.string() + " --budget 2 --seeds 1 -o " + (file / "tune").string(),
+        "validate " + host.string() + " --backend host -o " + (file / "validate").string()}) {
+    const auto result = run_cli(command);
+    EXPECT_EQ(result.exit_code, 6) << command << "\n" << result.output;
+    EXPECT_NE(result.output.find("I/O error"), std::string::npos) << command << "\n" << result.output;
+    EXPECT_NE(result.output.find(file.string()), std::string::npos) << command << "\n" << result.output;
+  }
+}
+
+// validate's row files on a full disk (the /dev/full seam): exit 6 naming the file.
+TEST(IoFailure, ValidateOnAFullDiskIsExitSixNamingTheFile) {
+  TempDir dir("enospc-validate");
+  const fs::path out = dir.path() / "out";
+  fs::create_directories(out);
+  fs::create_symlink("/dev/full", out / "samples.csv");
+  const fs::path host = fs::path(PREFETCHLAB_SOURCE_DIR) / "scenarios" / "host" / "tiny-llama-host.yaml";
+  const auto result = run_cli("validate " + host.string() + " --backend host --set training.iterations=2 -o " + out.string());
+  EXPECT_EQ(result.exit_code, 6) << result.output;
+  EXPECT_NE(result.output.find((out / "samples.csv").string()), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("No space left on device"), std::string::npos) << result.output;
+}

@@ -71,7 +71,15 @@ TEST(InputLimits, SamplesIterationIsBoundedSoReplayMemoryFollowsTheFile) {
   const auto e = expect_input_error([&] { pc::read_samples_csv(file, 2); });
   EXPECT_EQ(e.where().line, 3);
   EXPECT_EQ(e.key(), "iteration");
-  const auto ok = dir.write("ok.csv", "iteration,rank,phase,wait_ns,interval_ns\n1,0,forward,0,10\n1000000,1,forward,0,10\n");
+  // Below the absolute limit, an iteration is still bounded by the file's rows: a run writes at
+  // least one sample per iteration, so iteration 4 of a 3-row file is a damaged file.
+  const auto beyond_rows = dir.write(
+      "rows.csv", "iteration,rank,phase,wait_ns,interval_ns\n1,0,forward,0,10\n4,1,forward,0,10\n1,0,forward,0,10\n");
+  const auto rows = expect_input_error([&] { pc::read_samples_csv(beyond_rows, 2); });
+  EXPECT_EQ(rows.where().line, 3);
+  EXPECT_EQ(rows.key(), "iteration");
+  EXPECT_NE(rows.problem().find("iteration 4 in a file of 3 sample rows"), std::string::npos) << rows.problem();
+  const auto ok = dir.write("ok.csv", "iteration,rank,phase,wait_ns,interval_ns\n1,0,forward,0,10\n2,1,forward,0,10\n");
   EXPECT_EQ(pc::read_samples_csv(ok, 2).samples.size(), 2u);
 }
 
