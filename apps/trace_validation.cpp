@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "command_context.hpp"
+#include "metric_text.hpp"
 #include "core/io/csv_row_writer.hpp"
 #include "core/metrics/metrics.hpp"
 #include "core/scenario/scenario.hpp"
@@ -51,25 +52,9 @@ const StepMetric kStepMetrics[] = {
      [](const core::StepSummary& s) { return kind_field(s, core::CollectiveKind::kReduceScatter, true); }},
 };
 
-std::string shown(const std::string& name, double v) {
-  if (std::isnan(v)) return "n/a";
-  char buf[48];
-  if (name.ends_with("_ns")) {
-    std::snprintf(buf, sizeof buf, "%.3f ms", v / 1e6);
-  } else if (name.ends_with("_bytes")) {
-    std::snprintf(buf, sizeof buf, "%.2f MiB", v / (1024.0 * 1024.0));
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  }
-  return buf;
-}
+std::string shown(const std::string& name, double v) { return metric_text(name, v); }
 
-std::string percent(double fraction) {
-  if (std::isnan(fraction)) return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * fraction);
-  return buf;
-}
+std::string percent(double fraction) { return percent_text(fraction); }
 
 // All-gather elements of one step on the lowest rank, in issue order.
 std::vector<std::int64_t> gather_sequence(const core::TraceSet& set, std::int64_t step_number) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "metric_text.hpp"
 #include "real_kineto_trace.hpp"
 #include "real_trace.hpp"
 #include "trace_validation.hpp"
@@ -74,24 +75,9 @@ const MetricDef kMetrics[] = {
      [](const core::IterationRecord& r) { return r.bucket_numel; }},
 };
 
-std::string shown(const MetricDef& m, double v) {
-  char buf[48];
-  const std::string name = m.name;
-  if (name.ends_with("_ns")) {
-    std::snprintf(buf, sizeof buf, "%.3f ms", v / 1e6);
-  } else if (name.ends_with("_bytes")) {
-    std::snprintf(buf, sizeof buf, "%.2f MiB", v / (1024.0 * 1024.0));
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  }
-  return buf;
-}
+std::string shown(const MetricDef& m, double v) { return metric_text(m.name, v); }
 
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * fraction);
-  return buf;
-}
+std::string percent(double fraction) { return percent_text(fraction); }
 
 // The real run's per-iteration rows: samples.csv, buckets.csv, iterations.csv in `dir`.
 void write_real_rows(const std::filesystem::path& dir, const gpu::ExecutorResult& real) {
@@ -239,7 +225,7 @@ int validate(const ValidateOptions& o) {
     const double error = basis > 0 ? (sv - r) / basis : (sv == r ? 0.0 : std::nan(""));
     const double spread = r > 0 ? (*hi - *lo) / r : (*hi == *lo ? 0.0 : std::nan(""));
     std::printf("%-18s %14s %14s %9s %9s\n", m.label, shown(m, r).c_str(), shown(m, sv).c_str(),
-                (percent(error) + (m.relative_to_step ? "*" : "")).c_str(), percent(spread).c_str() + 1);
+                (percent(error) + (m.relative_to_step ? "*" : "")).c_str(), std::isnan(spread) ? "n/a" : percent(spread).c_str() + 1);
     summary.append({m.name, r, sv, error, m.relative_to_step ? "real_step_time" : "real", spread,
                     static_cast<std::int64_t>(runs.size())});
   }
