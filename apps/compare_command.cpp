@@ -1,6 +1,7 @@
 #include "compare_command.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -25,6 +26,7 @@ struct CompareOptions {
   std::int64_t iterations = 40;
   std::string output;
   unsigned jobs = 0;
+  int seeds = 3;  // noise seeds per configuration, where the scenario's noise varies with the seed
 };
 
 // What one simulated configuration produced.
@@ -32,8 +34,9 @@ struct Outcome {
   std::string label;
   std::int64_t bucket_numel = 0;  // the configured (starting) bucket
   core::RunStatus status = core::RunStatus::kOk;
-  std::vector<std::int64_t> step_ns;  // per finished iteration
-  std::int64_t steady_ns = 0;         // median of the last half of the iterations
+  std::vector<std::int64_t> step_ns;  // per finished iteration (of the first seed)
+  std::int64_t steady_ns = 0;         // median over the seeds of the last half's median
+  double seed_spread = 0;             // (max - min) / median of the seeds' steady steps
   std::int64_t peak_reserved_bytes = 0;
   std::int64_t final_bucket_numel = 0;
 };
@@ -44,7 +47,7 @@ std::int64_t median_of_last_half(const std::vector<std::int64_t>& steps) {
   return core::median_ns(tail);
 }
 
-Outcome simulate(const std::string& file, std::vector<std::string> overrides, std::string label) {
+Outcome simulate_seed(const std::string& file, std::vector<std::string> overrides, std::string label) {
   overrides.push_back("output.trace=false");
   const core::Scenario scenario = core::load_scenario(file, overrides, bundled_data());
   sim::World world(scenario, false);
@@ -59,6 +62,36 @@ Outcome simulate(const std::string& file, std::vector<std::string> overrides, st
     outcome.final_bucket_numel = it.bucket_numel;
   }
   outcome.steady_ns = median_of_last_half(outcome.step_ns);
+  return outcome;
+}
+
+// Whether the scenario's noise draws anything from its seed: without jitter or timer noise
+// every seed gives the same run, so one seed is all there is to measure.
+bool seeds_vary(const core::NoiseConfig& noise) {
+  return noise.compute_jitter > 0 || noise.host_jitter > 0 || noise.host_timer_noise_ns > 0;
+}
+
+// One configuration on `seeds` consecutive noise seeds from the scenario's own: its steady step
+// is the seeds' median, so a best static bucket picked on one lucky seed does not win, and the
+// spread says how far apart two configurations must be to differ at all.
+Outcome simulate(const std::string& file, const std::vector<std::string>& overrides, const std::string& label,
+                 std::uint64_t first_seed, int seeds) {
+  Outcome outcome = simulate_seed(file, overrides, label);
+  if (seeds <= 1) return outcome;
+  std::vector<std::int64_t> steady{outcome.steady_ns};
+  for (int s = 1; s < seeds; ++s) {
+    std::vector<std::string> seeded = overrides;
+    seeded.push_back("noise.seed=" + std::to_string(first_seed + static_cast<std::uint64_t>(s)));
+    const Outcome other = simulate_seed(file, seeded, label);
+    if (other.status != core::RunStatus::kOk) outcome.status = other.status;  // a seed that fails fails the row
+    outcome.peak_reserved_bytes = std::max(outcome.peak_reserved_bytes, other.peak_reserved_bytes);
+    steady.push_back(other.steady_ns);
+  }
+  const auto [low, high] = std::minmax_element(steady.begin(), steady.end());
+  outcome.steady_ns = core::median_ns(steady);
+  if (outcome.steady_ns > 0) {
+    outcome.seed_spread = static_cast<double>(*high - *low) / static_cast<double>(outcome.steady_ns);
+  }
   return outcome;
 }
 
@@ -129,14 +162,17 @@ std::string numel(std::int64_t n) {
 int compare(const CompareOptions& options) {
   const unsigned threads = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::ostringstream table;
-  table << "| scenario | configuration | start bucket | final bucket | steady step (ms) | vs best static | "
-           "within 2% of best static from iteration | peak reserved (GiB) |\n"
-        << "|---|---|---|---|---|---|---|---|\n";
+  table << "| scenario | configuration | start bucket | final bucket | steady step (ms) | seed spread | "
+           "vs best static | within 2% of best static from iteration | peak reserved (GiB) |\n"
+        << "|---|---|---|---|---|---|---|---|---|\n";
   const std::string iterations = "training.iterations=" + std::to_string(options.iterations);
   const std::string warmup = "training.warmup_iterations=1";
   for (const auto& file : options.scenarios) {
     const core::Scenario scenario = core::load_scenario(file, {}, bundled_data());
     if (const std::string note = uncalibrated_note(scenario); !note.empty()) std::cerr << note << "\n";
+    const bool noisy = seeds_vary(scenario.noise);
+    const int seeds = noisy ? options.seeds : 1;
+    const std::uint64_t first_seed = scenario.noise.seed;
     std::vector<std::function<Outcome()>> jobs;
     // The best static bucket: a x2 grid from 1e5 to max_live on the same seed, with the
     // scenario's other settings (the controller forced to static).
@@ -145,12 +181,12 @@ int compare(const CompareOptions& options) {
       jobs.push_back([=] {
         return simulate(file, {iterations, warmup, "controller={policy: static}",
                                "zero.stage3_prefetch_bucket_size=" + std::to_string(b)},
-                        "static " + numel(b));
+                        "static " + numel(b), first_seed, seeds);
       });
     }
     jobs.push_back([=] {
       return simulate(file, {iterations, warmup, "controller={policy: static}", "zero.stage3_prefetch_bucket_size=5e7"},
-                      "DeepSpeed default (static 5e7)");
+                      "DeepSpeed default (static 5e7)", first_seed, seeds);
     });
     // A policy the scenario itself configures runs with the scenario's controller section (its
     // memory budget, say); any other with that policy's defaults.
@@ -166,7 +202,7 @@ int compare(const CompareOptions& options) {
         overrides.push_back("controller={policy: " + policy + "}");
       }
       policy_labels.push_back(label);
-      jobs.push_back([=] { return simulate(file, overrides, label); });
+      jobs.push_back([=] { return simulate(file, overrides, label, first_seed, seeds); });
     }
     const std::vector<Outcome> outcomes = run_all(jobs, threads);
     const auto best = std::min_element(outcomes.begin(), outcomes.begin() + static_cast<std::ptrdiff_t>(grid.size()),
@@ -177,12 +213,17 @@ int compare(const CompareOptions& options) {
     auto row = [&](const Outcome& o, const std::string& label) {
       const auto settled = settled_from_iteration(o, best->steady_ns);
       const double ratio = static_cast<double>(o.steady_ns) / static_cast<double>(best->steady_ns);
-      char vs[32];
-      std::snprintf(vs, sizeof vs, "%+.1f%%", (ratio - 1.0) * 100.0);
+      char vs[64];
+      // A difference no larger than either row's spread over the seeds is not a difference.
+      const bool within_spread = noisy && o.status == core::RunStatus::kOk && &o != &*best &&
+                                 std::abs(ratio - 1.0) <= std::max(o.seed_spread, best->seed_spread);
+      std::snprintf(vs, sizeof vs, "%+.1f%%%s", (ratio - 1.0) * 100.0, within_spread ? " (within seed spread)" : "");
+      char spread[32];
+      std::snprintf(spread, sizeof spread, "%.1f%% (%d seeds)", 100 * o.seed_spread, seeds);
       table << "| " << scenario.name << " | " << label << " | " << numel(o.bucket_numel) << " | "
             << numel(o.final_bucket_numel) << " | "
             << (o.status == core::RunStatus::kOk ? ms(o.steady_ns) : std::string(core::run_status_name(o.status)))
-            << " | " << (o.status == core::RunStatus::kOk ? vs : "-") << " | "
+            << " | " << (noisy ? std::string(spread) : std::string("no noise")) << " | " << (o.status == core::RunStatus::kOk ? vs : "-") << " | "
             << (settled ? std::to_string(*settled) : std::string("never")) << " | " << gib(o.peak_reserved_bytes)
             << " |\n";
     };
@@ -219,6 +260,10 @@ CLI::App* add_compare_command(CLI::App& app, int* exit_code) {
   command->add_option("scenarios", options->scenarios, "scenario YAML files")->required();
   command->add_option("--policies", options->policies, "adaptive policies to compare")->delimiter(',');
   command->add_option("--iterations", options->iterations, "iterations per run")->check(CLI::Range(4, 100000));
+  command->add_option("--seeds", options->seeds,
+                      "noise seeds per configuration, from the scenario's own; the steady step is their median "
+                      "(one seed where the scenario has no jitter: every seed would give the same run)")
+      ->check(CLI::Range(1, 100));
   command->add_option("-o,--output", options->output, "write the markdown table here (default: stdout)");
   command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: all cores)");
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return compare(*options); }); });

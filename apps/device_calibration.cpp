@@ -17,6 +17,7 @@
 #include "command_context.hpp"
 #include "core/hardware/calibration.hpp"
 #include "core/hardware/collective_fit.hpp"
+#include "core/hardware/measured_collective_curve.hpp"
 #include "core/hardware/hardware_derived.hpp"
 #include "core/hardware/hardware_profile.hpp"
 #include "core/input/input_error.hpp"
@@ -161,6 +162,25 @@ core::CollectiveFit fit(const std::vector<gpu::CollectiveTiming>& timings, int r
   return core::fit_collective(points, static_cast<double>(ranks - 1) / ranks, tolerance);
 }
 
+// The measured time at each size (the faster placement, as the fit takes), sizes increasing
+// and times made non-decreasing: a later size that measured faster on a busy machine would
+// make a bigger bucket cheaper than a smaller one.
+core::MeasuredCollectiveCurve measured_curve(core::NcclTestsOp op, int ranks,
+                                             const std::vector<gpu::CollectiveTiming>& timings) {
+  core::MeasuredCollectiveCurve curve;
+  curve.op = op;
+  curve.ranks = ranks;
+  curve.nodes = 1;  // the device group is one machine
+  for (const auto& t : timings) {
+    if (t.bytes <= 0 || (!curve.sizes_bytes.empty() && t.bytes <= curve.sizes_bytes.back())) continue;
+    const double time_us = std::max(best_time_us(t), curve.times_us.empty() ? 0.0 : curve.times_us.back());
+    if (time_us <= 0) continue;
+    curve.sizes_bytes.push_back(t.bytes);
+    curve.times_us.push_back(time_us);
+  }
+  return curve;
+}
+
 }  // namespace
 
 int run_device_calibration(const DeviceCalibrationOptions& o) {
@@ -194,6 +214,10 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
               o.ranks, o.iterations);
   std::map<std::string, std::string> values;  // calibration key -> text
   std::ostringstream notes;
+  // Each op's measured times by size, saved beside the fit: the simulator reads this curve at
+  // every bucket size (core/hardware/measured_collective_curve), where one latency and one
+  // bandwidth miss the mid sizes prefetch buckets use.
+  std::string curves_yaml;
   if (o.ranks > 1) {
     for (const auto& [op, timings] : {std::pair{core::NcclTestsOp::kAllGather, &r.all_gather},
                                       std::pair{core::NcclTestsOp::kReduceScatter, &r.reduce_scatter}}) {
@@ -218,6 +242,9 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
       if (op == core::NcclTestsOp::kAllGather) values["collective_latency_us"] = fmt("%.6g", std::max(0.0, f.latency_us()));
       notes << "#   " << core::nccl_tests_op_name(op) << ": latency " << fmt("%.2f", f.latency_us()) << " us, busBW "
             << fmt("%.3f", bus_bandwidth_gb_per_s) << " GB/s\n";
+      const core::MeasuredCollectiveCurve curve = measured_curve(op, o.ranks, *timings);
+      curves_yaml += core::measured_curve_yaml(curve, 0);
+      std::printf("# saved as measured_collectives: %zu sizes\n", curve.sizes_bytes.size());
     }
     values["collective_model"] = "ring";  // the measured figures, not NCCL's tuner tables
   } else {
@@ -310,6 +337,16 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   root["host_link"]["measured_host_to_device_gb_per_s"] = fmt("%.6g", r.host_to_device_bytes_per_s / 1e9);
   root["host_link"]["measured_device_to_host_gb_per_s"] = fmt("%.6g", r.device_to_host_bytes_per_s / 1e9);
   for (const auto& [k, v] : values) root["calibration"][k] = v;
+  if (curves_yaml.empty()) {
+    if (root["calibration"]) root["calibration"].remove("measured_collectives");  // the base's, not measured here
+  } else {
+    YAML::Node curve_nodes = YAML::Load(curves_yaml);
+    for (auto item : curve_nodes) {
+      item["sizes_bytes"].SetStyle(YAML::EmitterStyle::Flow);
+      item["times_us"].SetStyle(YAML::EmitterStyle::Flow);
+    }
+    root["calibration"]["measured_collectives"] = curve_nodes;
+  }
 
   YAML::Emitter emitter;
   emitter << root;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/hardware/hardware_profile.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "sim/trace_validation.hpp"
 
@@ -131,8 +132,23 @@ void calibrate_then_validate(int ranks, const std::string& scenario = kScenario)
   if (ranks > 1) {
     EXPECT_NE(cal.output.find("#       size         count      type   redop"), std::string::npos) << cal.output;
     EXPECT_NE(slurp(profile).find("allgather_bus_bandwidth_gb_per_s"), std::string::npos);
+    // The measured times by size are saved, not only the fit: both ops, one curve each, and
+    // the curve gives back what was measured at its sizes.
+    const prefetchlab::core::HardwareProfile saved = prefetchlab::core::load_hardware_profile(profile);
+    ASSERT_EQ(saved.calibration.measured_collectives.size(), 2u) << slurp(profile);
+    for (const auto& curve : saved.calibration.measured_collectives) {
+      EXPECT_EQ(curve.ranks, ranks);
+      ASSERT_GE(curve.sizes_bytes.size(), 4u);
+      for (std::size_t i = 0; i < curve.sizes_bytes.size(); ++i) {
+        EXPECT_NEAR(curve.time_us(curve.sizes_bytes[i]), curve.times_us[i], 1e-6 * curve.times_us[i]);
+        if (i > 0) {
+          EXPECT_GE(curve.times_us[i], curve.times_us[i - 1]) << "a bigger bucket measured cheaper";
+        }
+      }
+    }
   } else {
     EXPECT_NE(cal.output.find("collective fits skipped"), std::string::npos) << cal.output;
+    EXPECT_EQ(slurp(profile).find("measured_collectives"), std::string::npos);
   }
   EXPECT_NE(slurp(profile).find("gemm_half_volume_mnk"), std::string::npos);
 
