@@ -140,7 +140,7 @@ CollectiveQuery load_collective(const core::YamlSection& section, const Fidelity
 
 HostCase load_host(const core::YamlSection& section, const FidelityData& data) {
   section.allow_only({"hardware", "call", "ranks", "nodes", "gpus_per_node", "bytes_per_rank", "dtype",
-                      "includes_device_time"});
+                      "timing", "includes_device_time"});
   HostCase h;
   h.profile = load_profile(section, data);
   h.query.call = section.require_string("call");
@@ -163,7 +163,21 @@ HostCase load_host(const core::YamlSection& section, const FidelityData& data) {
                                        dtype + " elements",
                  "each rank's tensor in bytes, a positive multiple of " + std::to_string(type_bytes));
   }
-  h.query.includes_device_time = section.require_bool("includes_device_time");
+  if (section.has("includes_device_time")) {
+    section.fail("includes_device_time", "was replaced by `timing`",
+                 "timing: synchronized (each call waited for: host + device), pipelined (back-to-back async calls: "
+                 "the larger of host and device) or host_only");
+  }
+  const std::string timing = section.require_string("timing");
+  if (timing == "synchronized") {
+    h.query.timing = HostQuery::Timing::kSynchronized;
+  } else if (timing == "pipelined") {
+    h.query.timing = HostQuery::Timing::kPipelined;
+  } else if (timing == "host_only") {
+    h.query.timing = HostQuery::Timing::kHostOnly;
+  } else {
+    section.fail("timing", "is '" + timing + "'", "synchronized, pipelined or host_only");
+  }
   section.finish();
   return h;
 }

@@ -21,14 +21,19 @@ struct HostQuery {
   int ranks = 0;
   int nodes = 1;
   std::int64_t bytes_per_rank = 0;
-  // The measurement waits for each call to finish (a synchronised timing loop), so the
-  // collective's own device time is part of the figure.
-  bool includes_device_time = true;
+  // How the measurement's loop meets the device (YAML key `timing`):
+  // - kSynchronized: it waits for each call to finish, so a call costs its host time plus the
+  //   collective's device time;
+  // - kPipelined: back-to-back calls (async_op=True) synchronised only around the loop, so the
+  //   host issues the next call while the device runs the last: a call costs the larger of the two;
+  // - kHostOnly: the host time alone (the figure leaves the device out).
+  enum class Timing { kSynchronized, kPipelined, kHostOnly };
+  Timing timing = Timing::kSynchronized;
 };
 
 // Microseconds per call: one torch-level collective call as the host-cost model prices it (see
-// fidelity_host_cost.cpp), plus the collective's duration from the NCCL tuner model when the
-// measurement includes it.
+// fidelity_host_cost.cpp), combined with the collective's duration from the NCCL tuner model as
+// the measurement's `timing` says.
 double simulated_host_us(const core::HardwareProfile& profile, const core::CalibrationConstants& calibration,
                          const HostQuery& query);
 

@@ -81,9 +81,10 @@ TEST(CompareCommand, NoisyScenarioRunsEverySeedAndJudgesAgainstTheirSpread) {
   TempDir dir("compare-seeds");
   std::string text = read_file(root + "/scenarios/tiny-llama-2x-h100.yaml");
   text = text.substr(0, text.find("expect:"));  // its expectations are for the run without jitter
-  const auto noise = text.find("noise:\n  seed: 1\n");
+  const std::string plain_noise = "noise:\n  seed: 1\n";
+  const auto noise = text.find(plain_noise);
   ASSERT_NE(noise, std::string::npos);
-  text.replace(noise, 18, "noise:\n  seed: 1\n  compute_jitter: 0.08\n  host_jitter: 0.08\n");
+  text.replace(noise, plain_noise.size(), plain_noise + "  compute_jitter: 0.08\n  host_jitter: 0.08\n");
   const auto scenario = dir.write("noisy.yaml", text);
   const auto result = run_cli("compare " + scenario.string() + " --seeds 3 --iterations 8 --policies pace_search -o " +
                               (dir.path() / "table.md").string());
@@ -123,7 +124,7 @@ TEST(CompareCommand, NoisyScenarioRunsEverySeedAndJudgesAgainstTheirSpread) {
   for (int seed = 1; seed <= 3; ++seed) {
     const auto out = dir.path() / ("seed" + std::to_string(seed));
     const auto run = run_cli("run " + scenario.string() + " -o " + out.string() +
-                             " --set training.iterations=8 --set training.warmup_iterations=1 --set controller={policy: static}"
+                             " --set training.iterations=8 --set training.warmup_iterations=1 --set 'controller={policy: static}'"
                              " --set zero.stage3_prefetch_bucket_size=5e7 --set output.trace=false --set noise.seed=" +
                              std::to_string(seed));
     ASSERT_EQ(run.exit_code, 0) << run.output;

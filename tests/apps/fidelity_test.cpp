@@ -92,7 +92,7 @@ std::string host_case() {
          "  ranks: 8\n"
          "  bytes_per_rank: 4KiB\n"
          "  dtype: bfloat16\n"
-         "  includes_device_time: true\n"
+         "  timing: synchronized\n"
          "metric: host_us_per_call\n"
          "real: 100000\n"
          "unit: us\n"
@@ -192,6 +192,38 @@ TEST(Fidelity, KnownGapRuleIsStrict) {
   r = run_cli("fidelity " + cases.string());
   EXPECT_EQ(r.exit_code, 5) << r.output;
   EXPECT_NE(r.output.find("outside its band: " + file.string()), std::string::npos) << r.output;
+}
+
+// A host case's `timing`: a synchronised loop pays host and device in turn, a pipelined one the
+// larger of the two (the host issues the next call while the device runs the last).
+TEST(Fidelity, HostTimingSynchronizedAddsPipelinedOverlaps) {
+  TempDir dir("fidelity-timing");
+  const auto json = dir.path() / "out.json";
+  const auto cases = dir.path() / "cases";
+  fs::create_directories(cases);
+  const auto host_case_at = [](const std::string& bytes, const std::string& timing) {
+    return "source: \"https://example.org\"\nkind: host\nhost:\n  hardware: h100-sxm-8x\n  call: all_gather\n"
+           "  ranks: 8\n  bytes_per_rank: " + bytes + "\n  dtype: bfloat16\n  timing: " + timing + "\n"
+           "metric: host_us_per_call\nreal: 100\nunit: us\ntolerance: 0.25\n";
+  };
+  std::ofstream(cases / "small-sync.yaml") << host_case_at("4KiB", "synchronized");
+  std::ofstream(cases / "small-pipe.yaml") << host_case_at("4KiB", "pipelined");
+  std::ofstream(cases / "small-host.yaml") << host_case_at("4KiB", "host_only");
+  std::ofstream(cases / "big-sync.yaml") << host_case_at("256MiB", "synchronized");
+  std::ofstream(cases / "big-pipe.yaml") << host_case_at("256MiB", "pipelined");
+  // Every real figure here is a placeholder, so cases fall outside their band (exit 5); the
+  // simulated figures are what is checked.
+  const auto r = run_cli("fidelity " + cases.string() + " --json " + json.string());
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 5) << r.output;
+  const double host = simulated_of(json, "small-host");
+  EXPECT_GT(host, 0);
+  // 4 KiB: the collective is shorter than the host's call, so the pipelined loop is host-bound.
+  EXPECT_NEAR(simulated_of(json, "small-pipe"), host, 1e-6 * host);
+  EXPECT_GT(simulated_of(json, "small-sync"), host);
+  // 256 MiB per rank: the device is the bound; synchronised adds the host's call to it.
+  const double big_device = simulated_of(json, "big-pipe");
+  EXPECT_GT(big_device, 10 * host);
+  EXPECT_NEAR(simulated_of(json, "big-sync"), big_device + host, 1e-3 * big_device);
 }
 
 // The same corpus gives the same bytes, whatever the thread count; --category filters. The
@@ -306,9 +338,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"training_metric_unit", training_case({{14, "unit: ms"}}), "bad.yaml:14", "unit", ""},
         BadCase{"host_unknown_call",
                 "source: \"https://example.org\"\nkind: host\nhost:\n  hardware: h100-sxm-8x\n  call: broadcast\n"
-                "  ranks: 8\n  bytes_per_rank: 4KiB\n  dtype: bfloat16\n  includes_device_time: true\n"
+                "  ranks: 8\n  bytes_per_rank: 4KiB\n  dtype: bfloat16\n  timing: synchronized\n"
                 "metric: host_us_per_call\nreal: 100\nunit: us\ntolerance: 0.25\n",
                 "bad.yaml:5", "host.call", ""},
+        BadCase{"host_unknown_timing",
+                "source: \"https://example.org\"\nkind: host\nhost:\n  hardware: h100-sxm-8x\n  call: all_gather\n"
+                "  ranks: 8\n  bytes_per_rank: 4KiB\n  dtype: bfloat16\n  timing: overlapped\n"
+                "metric: host_us_per_call\nreal: 100\nunit: us\ntolerance: 0.25\n",
+                "bad.yaml:9", "host.timing", "pipelined"},
+        BadCase{"host_replaced_key",
+                "source: \"https://example.org\"\nkind: host\nhost:\n  hardware: h100-sxm-8x\n  call: all_gather\n"
+                "  ranks: 8\n  bytes_per_rank: 4KiB\n  dtype: bfloat16\n  includes_device_time: true\n"
+                "metric: host_us_per_call\nreal: 100\nunit: us\ntolerance: 0.25\n",
+                "bad.yaml:9", "host.includes_device_time", "timing"},
         BadCase{"yaml_syntax", collective_case({{6, "  ranks: [8"}}), "bad.yaml:", "", ""}),
     [](const ::testing::TestParamInfo<BadCase>& param_info) { return param_info.param.name; });
 
