@@ -70,6 +70,56 @@ std::pair<ps::TimeNs, ps::TimeNs> layer_ns(const ps::ComputeModel& compute, cons
           compute.stream_ns(bwd, compute.host().backward_op_host_ns())};
 }
 
+// One repetition's time in a run of back-to-back repetitions timed by CUDA events, with one
+// synchronisation after the loop (as torch benchmarks commonly time: events per repetition, read
+// after the last): the span of 11 passes less one pass's, per pass. Where the device is the bound
+// the host runs ahead and its issue stalls vanish after the first pass; where the host is, every
+// pass waits for it.
+ps::TimeNs steady_ns(const ps::ComputeModel& compute, const std::vector<ps::TimeNs>& pass, ps::TimeNs issue_ns) {
+  constexpr int kPasses = 11;
+  std::vector<ps::TimeNs> passes;
+  for (int i = 0; i < kPasses; ++i) passes.insert(passes.end(), pass.begin(), pass.end());
+  return (compute.stream_ns(passes, issue_ns) - compute.stream_ns(pass, issue_ns)) / (kPasses - 1);
+}
+
+// A layer's forward and forward + backward as steady_ns times them (forward alone: no backward
+// in the loop; forward + backward: one pass runs both, as `y.backward()` after `y = layer(x)`).
+std::pair<double, double> layer_steady_ms(const ps::ComputeModel& compute, const pc::ModelSpec& spec,
+                                          const std::string& layer, std::int64_t b, std::int64_t s) {
+  std::vector<ps::TimeNs> fwd, bwd;
+  for (const auto& m : spec.modules) {
+    if (m.name != layer && !m.name.starts_with(layer + ".")) continue;
+    const auto f = compute.module_forward_kernel_ns(m, b, s);
+    fwd.insert(fwd.end(), f.begin(), f.end());
+  }
+  for (auto m = spec.modules.rbegin(); m != spec.modules.rend(); ++m) {
+    if (m->name != layer && !m->name.starts_with(layer + ".")) continue;
+    const auto k = compute.module_backward_kernel_ns(*m, b, s);
+    bwd.insert(bwd.end(), k.begin(), k.end());
+  }
+  const ps::TimeNs forward = steady_ns(compute, fwd, compute.host().forward_op_host_ns());
+  // Forward and backward in one pass: each part issued at its own per-kernel host cost, which
+  // stream_ns takes as one interval; the pass's host time is kept by issuing at the mean.
+  std::vector<ps::TimeNs> both = fwd;
+  both.insert(both.end(), bwd.begin(), bwd.end());
+  const auto host_ns = static_cast<double>(fwd.size() * static_cast<std::size_t>(compute.host().forward_op_host_ns()) +
+                                           bwd.size() * static_cast<std::size_t>(compute.host().backward_op_host_ns()));
+  const auto mean_issue = static_cast<ps::TimeNs>(host_ns / static_cast<double>(both.size()));
+  return {static_cast<double>(forward) / 1e6, static_cast<double>(steady_ns(compute, both, mean_issue)) / 1e6};
+}
+
+// The H200 layers were measured with PyTorch 2.11, whose sdpa runs cuDNN's fused attention on
+// Hopper once the bundled cuDNN is new enough (check_prefer_cudnn_attention in PyTorch's
+// aten/src/ATen/native/transformers/cuda/sdp_utils.cpp; huggingface/transformers PR #48163 on
+// 2.11), not FlashAttention-2: price attention at cuDNN's H100 rates, causal, head dim 128, at
+// 16k tokens: 539 TFLOPS forward, 516 backward (Shah et al. 2024, FlashAttention-3,
+// arXiv:2407.08608, figures 5 and 6), as a user with that PyTorch would set them.
+pc::CalibrationConstants with_cudnn_attention(pc::CalibrationConstants c) {
+  c.attention_efficiency = 539.0 / 989.0;
+  c.attention_backward_efficiency = 516.0 / 989.0;
+  return c;
+}
+
 template <class F>
 void expect_key_error(F action, const std::string& file) {
   const pc::InputError e = expect_input_error(action);
@@ -266,7 +316,7 @@ TEST(H200Layers, LargeLayersMatchTheMeasuredTimings) {
   std::ifstream in(file);
   const std::regex row(R"(^\| (llama2-7b-layer[^|]*)\| (\d+) × (\d+) \| \d+ \| ([0-9.]+) \| ([0-9.]+) \|)");
   const auto p = profile("h200-sxm-8x");
-  const ps::ComputeModel compute(p, p.calibration, pc::DType::kBF16);
+  const ps::ComputeModel compute(p, with_cudnn_attention(p.calibration), pc::DType::kBF16);
   const pc::ModelSpec llama = model("llama-2-7b", pc::AttentionImpl::kSdpa);
   int rows = 0;
   for (std::string line; std::getline(in, line);) {
@@ -282,9 +332,7 @@ TEST(H200Layers, LargeLayersMatchTheMeasuredTimings) {
     for (auto& module : no_rotary.modules) {
       std::erase_if(module.kernels, [](const pc::KernelSpec& k) { return k.op.starts_with("rotary."); });
     }
-    const auto [fwd, bwd] = layer_ns(compute, no_rotary, "model.layers.0", b, s);
-    const double sim_fwd_ms = static_cast<double>(fwd) / 1e6;
-    const double sim_total_ms = static_cast<double>(fwd + bwd) / 1e6;
+    const auto [sim_fwd_ms, sim_total_ms] = layer_steady_ms(compute, no_rotary, "model.layers.0", b, s);
     std::printf("%s: forward %.3f ms simulated vs %.3f measured, forward + backward %.3f vs %.3f\n",
                 m[1].str().c_str(), sim_fwd_ms, fwd_ms, sim_total_ms, total_ms);
     // Forward within 5%, forward + backward within 10% (the backward GEMMs' rate ratio is
@@ -306,7 +354,7 @@ TEST(H200Layers, SmallLayersAreAsSlowAsTheHostThatIssuesThem) {
   const std::regex row(
       R"(^\| ((gpt2-small|bert-base)-layer (sdpa|eager)[^|]*)\| (\d+) × (\d+) \| \d+ \| ([0-9.]+) \| ([0-9.]+) \|)");
   const auto p = profile("h200-sxm-8x");
-  const ps::ComputeModel compute(p, p.calibration, pc::DType::kBF16);
+  const ps::ComputeModel compute(p, with_cudnn_attention(p.calibration), pc::DType::kBF16);
   int rows = 0;
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
@@ -318,15 +366,13 @@ TEST(H200Layers, SmallLayersAreAsSlowAsTheHostThatIssuesThem) {
     const std::string layer = gpt2 ? "transformer.h.0" : "encoder.layer.0";
     const std::int64_t b = std::stoll(m[4]);
     const std::int64_t s = std::stoll(m[5]);
-    const auto [fwd, bwd] = layer_ns(compute, spec, layer, b, s);
-    const double fwd_ns = static_cast<double>(fwd);
-    const double bwd_ns = static_cast<double>(bwd);
+    const auto [sim_fwd_ms, sim_total_ms] = layer_steady_ms(compute, spec, layer, b, s);
     const double fwd_ms = std::stod(m[6]);
     const double total_ms = std::stod(m[7]);
     std::printf("%s: forward %.3f ms simulated vs %.3f measured, forward + backward %.3f vs %.3f\n", m[1].str().c_str(),
-                fwd_ns / 1e6, fwd_ms, (fwd_ns + bwd_ns) / 1e6, total_ms);
-    EXPECT_NEAR(fwd_ns / 1e6, fwd_ms, 0.15 * fwd_ms) << line;
-    EXPECT_NEAR((fwd_ns + bwd_ns) / 1e6, total_ms, 0.20 * total_ms) << line;
+                sim_fwd_ms, fwd_ms, sim_total_ms, total_ms);
+    EXPECT_NEAR(sim_fwd_ms, fwd_ms, 0.15 * fwd_ms) << line;
+    EXPECT_NEAR(sim_total_ms, total_ms, 0.20 * total_ms) << line;
   }
   EXPECT_EQ(rows, 4) << "the file's GPT-2-small and BERT-base rows were not found";
 }
