@@ -30,8 +30,8 @@ usage() { echo "usage: gpu_backend/gpu-check.sh [--dry-run | --configure-only] [
 mode=run build="" skip_build=0 outdir=${OUT:-}
 while (($#)); do
   case $1 in
-    --dry-run) mode=dry-run ;;
-    --configure-only) mode=configure-only ;;
+    --dry-run) mode="dry-run" ;;
+    --configure-only) mode="configure-only" ;;
     --build-dir) (($# >= 2)) || usage; build=$2; shift ;;
     --skip-build) skip_build=1 ;;
     -*) usage ;;
@@ -91,6 +91,17 @@ not_wired() {
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv \
   > "$out/gpus.csv" 2>/dev/null
 gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' )
+# The bundled profile of this GPU: the base of every calibration, and the simulator's hardware
+# where a calibration refused its fit (PREFETCHLAB_GPU_CHECK_BASE overrides it).
+gpu_name=$( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true) | head -1)
+case $gpu_name in
+  *H200*) base=h200-sxm-8x ;;
+  *B200*) base=b200-sxm-8x ;;
+  *A100*) base=a100-sxm-8x ;;
+  *L40S*) base=l40s-8x-pcie4 ;;
+  *) base=h100-sxm-8x ;;
+esac
+base=${PREFETCHLAB_GPU_CHECK_BASE:-$base}
 
 # --- where CUDA, cuBLAS, NCCL and the offline packages are ---
 cuda=${CUDA_HOME:-/usr/local/cuda}
@@ -118,7 +129,8 @@ for h in "${hints[@]}"; do
     fi
   done
 done
-export LD_LIBRARY_PATH="$build/libs:$(printf '%s/lib:' "${hints[@]}")${LD_LIBRARY_PATH:-}"
+hint_libs=$(printf '%s/lib:' "${hints[@]}")
+export LD_LIBRARY_PATH="$build/libs:$hint_libs${LD_LIBRARY_PATH:-}"
 prefix=("${hints[@]}" "$build/libs")
 offline=${PREFETCHLAB_OFFLINE_DIR:-$repo/gpu_backend/offline}
 if [[ -d $offline ]]; then
@@ -127,6 +139,7 @@ if [[ -d $offline ]]; then
   export PATH="$offline/bin:$PATH"  # its ninja, when this machine has none
   log "offline packages: $offline"
 fi
+log "GPUs: $gpus (${gpu_name:-none found}); base profile $base"
 # CMake 4 refuses package files that ask for policies older than 3.5 unless told this.
 export CMAKE_POLICY_VERSION_MINIMUM=3.5
 join() { local IFS=';'; echo "$*"; }
@@ -154,16 +167,16 @@ if ((skip_build == 0)); then
   step build 300 cmake --build "$build" -j "$(nproc)" --target prefetchlab prefetchlab_tests
 fi
 step cuda-tests 60 "$tests" --gtest_filter='Cuda*'
-# Calibrate at the shapes of the GPT-2 medium scenario (M = 4 x 1024 tokens; base: its h200
-# profile) and at the default 7B-class set. A profile whose fit error is above the limit is not
-# written (exit 2): the validations below then use the scenarios' bundled profiles.
+# Calibrate at the shapes of the GPT-2 medium scenario (M = 4 x 1024 tokens) and at the default
+# 7B-class set, over this GPU's bundled profile. A profile whose fit error is above the limit is
+# not written (exit 2): the validations below then simulate with the bundled profile.
 step calibrate-gpt2-medium 90 "$cli" calibrate --backend cuda --ranks 1 scenarios/gpu/gpt2-medium-offload-1gpu.yaml \
-  -o "$out/cuda-gpt2-medium.yaml"
-step calibrate-default 90 "$cli" calibrate --backend cuda --ranks 1 --base h200-sxm-8x -o "$out/cuda-default.yaml"
-hardware_of() { [[ -e $1 ]] && echo --hardware "$1"; }
+  --base "$base" -o "$out/cuda-gpt2-medium.yaml"
+step calibrate-default 90 "$cli" calibrate --backend cuda --ranks 1 --base "$base" -o "$out/cuda-default.yaml"
+hardware_of() { if [[ -e $1 ]]; then echo --hardware "$1"; else echo --hardware "$base"; fi; }
 # Parameters in pinned host memory: every fetch copies them up over PCIe (one GPU has nothing to
 # all-gather; the collective terms are the base profile's).
-# shellcheck disable=SC2046  # hardware_of's words are two arguments or none
+# shellcheck disable=SC2046  # hardware_of's words are two arguments
 step validate-tiny-offload 60 "$cli" validate scenarios/host/tiny-llama-offload-1gpu.yaml --backend cuda \
   $(hardware_of "$out/cuda-gpt2-medium.yaml") -o "$out/validate-tiny-offload"
 # shellcheck disable=SC2046
@@ -175,7 +188,7 @@ step validate-gpt2-medium 120 "$cli" validate scenarios/gpu/gpt2-medium-offload-
 # The lead wires it; until then the summary says so. <<<
 not_wired executor-speed "issue 20 item 2's executor speed script is not wired in yet"
 if ((gpus >= 2)); then
-  step calibrate-2gpu 60 "$cli" calibrate --backend cuda --ranks 2 -o "$out/cuda-2gpu.yaml"
+  step calibrate-2gpu 60 "$cli" calibrate --backend cuda --ranks 2 --base "$base" -o "$out/cuda-2gpu.yaml"
   # shellcheck disable=SC2046
   step validate-2gpu 60 "$cli" validate scenarios/host/tiny-llama-host.yaml --backend cuda \
     $(hardware_of "$out/cuda-2gpu.yaml") --set cluster.gpus_per_node=2 -o "$out/validate-2gpu"

@@ -21,7 +21,7 @@ rm -rf "$out"
 mkdir -p "$out/include" "$out/lib/cmake" "$out/bin"
 out=$(cd "$out" && pwd)
 arch=$(gcc -print-multiarch 2>/dev/null || true)
-lib_dirs=(/usr/lib/${arch:-x86_64-linux-gnu} /usr/lib /usr/local/lib)
+lib_dirs=("/usr/lib/${arch:-x86_64-linux-gnu}" /usr/lib /usr/local/lib)
 
 copy_header() {  # a header file or folder under /usr/include
   [[ -e /usr/include/$1 ]] || die "/usr/include/$1 not found (install $2: ./setup.sh installs it)"
