@@ -51,11 +51,29 @@ foreach(target yaml-cpp CLI11::CLI11 nlohmann_json::nlohmann_json Eigen3::Eigen 
 endforeach()
 get_target_property(location yaml-cpp IMPORTED_LOCATION)
 message(STATUS "yaml-cpp at ${location}")
+find_path(ZLIB_HEADER_DIR zlib.h REQUIRED)
+find_library(ZLIB_FILE z REQUIRED)
+add_executable(probe probe.cpp)
+target_link_libraries(probe PRIVATE yaml-cpp GTest::gtest_main ${ZLIB_FILE})
+target_include_directories(probe PRIVATE ${ZLIB_HEADER_DIR})
+PROBE
+  # One program that links every library of the folder (the header-only packages' files are
+  # checked by their package files) and runs.
+  cat > "$tmp/probe/probe.cpp" <<'PROBE'
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+#include <zlib.h>
+TEST(OfflineProbe, EveryLibraryWorks) {
+  EXPECT_EQ(YAML::Load("a: 3")["a"].as<int>(), 3);
+  EXPECT_NE(zlibVersion(), nullptr);
+}
 PROBE
   local probe=(cmake -S "$tmp/probe" -DCMAKE_PREFIX_PATH="$tmp/moved" -DCMAKE_FIND_ROOT_PATH="$tmp/moved"
     -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY -DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY)
   "${probe[@]}" -B "$tmp/probe-build" > "$tmp/probe.log" 2>&1 || { cat "$tmp/probe.log" >&2; fail "the moved folder does not configure"; }
   grep -q "yaml-cpp at $tmp/moved/lib/libyaml-cpp.a" "$tmp/probe.log" || fail "yaml-cpp does not point into the moved folder"
+  cmake --build "$tmp/probe-build" > "$tmp/probe-build.log" 2>&1 || { cat "$tmp/probe-build.log" >&2; fail "the probe does not build against the folder"; }
+  "$tmp/probe-build/probe" > "$tmp/probe-run.log" 2>&1 || { cat "$tmp/probe-run.log" >&2; fail "the probe linked against the folder fails"; }
   rm "$tmp/moved/lib/libyaml-cpp.a"
   if "${probe[@]}" -B "$tmp/probe-missing" > "$tmp/missing.log" 2>&1; then fail "configured without libyaml-cpp.a"; fi
   grep -q "lacks $tmp/moved/lib/libyaml-cpp.a" "$tmp/missing.log" || { cat "$tmp/missing.log" >&2; fail "the error does not name the missing file"; }
