@@ -187,6 +187,10 @@ int run_calibrate(const CalibrateOptions& options) {
     return run_trace_calibration(t);
   }
   if (!o.backend.empty()) {
+    if (!o.overrides.empty() && o.scenario.empty()) {
+      throw core::InputError({"<command line>", 0}, "--set", "is given without a scenario",
+                             "--backend host|cuda SCENARIO --set key.path=value");
+    }
     DeviceCalibrationOptions d;
     // The base: --hardware, else the scenario's own hardware, else h100-sxm-8x.
     const std::string base_name = o.hardware.empty() ? "h100-sxm-8x" : o.hardware;

@@ -10,11 +10,11 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <sstream>
-#include <tuple>
 #include <vector>
 
+#include "bandwidth_fit.hpp"
+#include "calibration_plan.hpp"
 #include "command_context.hpp"
 #include "core/hardware/calibration.hpp"
 #include "core/hardware/collective_fit.hpp"
@@ -22,13 +22,10 @@
 #include "core/hardware/hardware_derived.hpp"
 #include "core/hardware/hardware_profile.hpp"
 #include "core/input/input_error.hpp"
-#include "core/model/model_config.hpp"
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/microbenchmarks.hpp"
-#include "nccl_tests_table.hpp"
-#include "bandwidth_fit.hpp"
-#include "calibration_plan.hpp"
 #include "core/scenario/scenario.hpp"
+#include "nccl_tests_table.hpp"
 #include "sim/compute_model.hpp"
 
 namespace prefetchlab::apps {

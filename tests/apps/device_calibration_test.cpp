@@ -140,3 +140,9 @@ TEST(DeviceCalibration, FitOptionsNeedABackend) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--force"), std::string::npos) << r.output;
 }
+
+TEST(DeviceCalibration, SetWithoutAScenarioIsAnError) {
+  const auto r = run_cli("calibrate --backend host --ranks 1 --set training.micro_batch=2 -o /dev/null");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--set"), std::string::npos) << r.output;
+}
