@@ -22,9 +22,9 @@ constexpr std::int64_t kTinyTokens = 32;  // micro_batch x seq_len of the bundle
 // The largest GEMM volume (M*N*K) the host device runs: the scaled bundled shapes reach 1.4e8
 // (32 x 16752 x 256), tens of milliseconds on a CPU core.
 constexpr double kHostMaxGemmVolume = 1.5e8;
-// Token counts of the default GPU set: one sequence of 128 tokens (launch- and tile-bound
-// shapes, which fix the fit's half-rate volume) up to 2 x 4096 (the plateau).
-constexpr std::int64_t kDefaultTokens[] = {128, 512, 2048, 8192};
+// Token counts of the default GPU set: from 512 (shapes below the plateau, which fix the fit's
+// half-rate volume: 512 x 4096 x 4096 is ~3x an H100's fitted 2.5e9) to 2 x 4096 (the plateau).
+constexpr std::int64_t kDefaultTokens[] = {512, 1024, 4096, 8192};
 
 // The collective sweep's top size, whose range gives the fitted bus bandwidth. A GPU's is
 // nccl-tests' usual 16 MiB, with the buckets above it added. The host device's stops at 4 MiB:
@@ -120,7 +120,9 @@ CalibrationPlan make_calibration_plan(gpu::Backend backend, const core::Scenario
     std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
     for (const std::int64_t tokens : kDefaultTokens) add_linear_shapes(model, tokens, seen);
     plan.gemm_shapes = to_shapes(seen);
-    plan.gemm_source = "Llama-2-7B's Linear shapes at M = 128, 512, 2048 and 8192 tokens (no scenario given)";
+    plan.gemm_source = "Llama-2-7B's Linear shapes at M =";
+    for (const std::int64_t tokens : kDefaultTokens) plan.gemm_source += " " + std::to_string(tokens);
+    plan.gemm_source += " tokens (no scenario given)";
   }
 
   // Buckets: the scenario's, or on a GPU DeepSpeed's defaults (the host device's default set
