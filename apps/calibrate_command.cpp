@@ -39,7 +39,11 @@ struct CalibrateOptions {
   int iterations = 3;
   std::vector<std::string> traces;  // set: a real run's torch.profiler traces instead
   core::TimelineOptions timeline;
-  std::string scenario;  // with --from-trace: the traced job, for compute_time_scale
+  std::string scenario;  // with --from-trace: the traced job, for compute_time_scale; with
+                         // --backend: the shapes and bucket sizes to measure
+  std::string scenario_positional;  // `calibrate --backend cuda SCENARIO`
+  std::optional<double> max_fit_error;
+  bool force = false;
   std::vector<std::string> overrides;
 };
 
@@ -148,7 +152,22 @@ const char* bandwidth_key(core::NcclTestsOp op) {
   return "";
 }
 
-int run_calibrate(const CalibrateOptions& o) {
+int run_calibrate(const CalibrateOptions& options) {
+  CalibrateOptions o = options;
+  if (!o.scenario_positional.empty()) {
+    if (!o.scenario.empty()) {
+      throw core::InputError({"<command line>", 0}, "SCENARIO", "is given twice (positional and --scenario)", "one of them");
+    }
+    o.scenario = o.scenario_positional;
+  }
+  if (o.backend.empty() && (o.max_fit_error || o.force)) {
+    throw core::InputError({"<command line>", 0}, o.force ? "--force" : "--max-fit-error", "is given without --backend",
+                           "--backend host|cuda (the microbenchmark fits it checks)");
+  }
+  if (!o.scenario_positional.empty() && o.backend.empty()) {
+    throw core::InputError({"<command line>", 0}, "SCENARIO", "is given without --backend",
+                           "--backend host|cuda SCENARIO, or --from-trace TRACE... --scenario SCENARIO");
+  }
   const core::BundledData bundled = bundled_data();
   const int sources = (o.backend.empty() ? 0 : 1) + (o.logs.empty() ? 0 : 1) + (o.traces.empty() ? 0 : 1);
   if (sources != 1) {
@@ -168,6 +187,12 @@ int run_calibrate(const CalibrateOptions& o) {
     return run_trace_calibration(t);
   }
   if (!o.backend.empty()) {
+    if (!o.overrides.empty() && o.scenario.empty()) {
+      throw core::InputError({"<command line>", 0}, "--set", "is given without a scenario",
+                             "--backend host|cuda SCENARIO --set key.path=value");
+    }
+    DeviceCalibrationOptions d;
+    // The base: --hardware, else the scenario's own hardware, else h100-sxm-8x.
     const std::string base_name = o.hardware.empty() ? "h100-sxm-8x" : o.hardware;
     const auto base_path = core::find_hardware_profile(base_name, bundled.hardware_dir);
     if (!base_path) {
@@ -175,10 +200,13 @@ int run_calibrate(const CalibrateOptions& o) {
                              "the base hardware profile: bundled name or YAML path",
                              core::closest_match(base_name, core::bundled_hardware_names(bundled.hardware_dir)));
     }
-    DeviceCalibrationOptions d;
     d.backend = o.backend;
     d.ranks = o.ranks.value_or(2);
-    d.base = *base_path;
+    if (!o.hardware.empty() || o.scenario.empty()) d.base = *base_path;
+    d.scenario = o.scenario;
+    d.overrides = o.overrides;
+    d.max_fit_error = o.max_fit_error;
+    d.force = o.force;
     d.output = o.output;
     d.iterations = o.iterations;
     if (o.tolerance_set) d.tolerance = o.tolerance;
@@ -258,9 +286,18 @@ CLI::App* add_calibrate_command(CLI::App& app, int* exit_code) {
   c->add_option("--from-trace", o->traces,
                 "a real run's torch.profiler traces, one per rank: fit collective latency and bus bandwidth from "
                 "cross-rank true times, and host_speed from the torch-level collective calls (docs/traces.md)");
+  c->add_option("scenario", o->scenario_positional,
+                "with --backend: a scenario whose GEMM shapes (M = micro_batch x seq_len) and bucket sizes are "
+                "measured, and whose hardware is the base (default: a set of 7B-class shapes on a GPU)");
   c->add_option("--scenario", o->scenario,
-                "with --from-trace: the traced job's scenario, simulated to fit compute_time_scale");
-  c->add_option("--set", o->overrides, "with --scenario: override a scenario key: key.path=value");
+                "with --from-trace: the traced job's scenario, simulated to fit compute_time_scale; with --backend: "
+                "as SCENARIO");
+  c->add_option("--set", o->overrides, "with a scenario: override a scenario key: key.path=value");
+  c->add_option("--max-fit-error", o->max_fit_error,
+                "with --backend: the largest rms relative error of a fit (GEMMs, memory passes, copies) for the "
+                "profile to be written (default 0.2 on cuda; unchecked on host)")
+      ->check(CLI::Range(1e-6, 100.0));
+  c->add_flag("--force", o->force, "with --backend: write the profile even when a fit is above --max-fit-error");
   c->add_flag("--whole-file-step", o->timeline.whole_file_step,
               "with --from-trace: a file without ProfilerStep#N markers is one step");
   c->add_option("--step-marker", o->timeline.step_marker,

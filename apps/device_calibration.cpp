@@ -9,11 +9,12 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <set>
+#include <optional>
 #include <sstream>
-#include <tuple>
 #include <vector>
 
+#include "bandwidth_fit.hpp"
+#include "calibration_plan.hpp"
 #include "command_context.hpp"
 #include "core/hardware/calibration.hpp"
 #include "core/hardware/collective_fit.hpp"
@@ -21,9 +22,9 @@
 #include "core/hardware/hardware_derived.hpp"
 #include "core/hardware/hardware_profile.hpp"
 #include "core/input/input_error.hpp"
-#include "core/model/model_config.hpp"
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/microbenchmarks.hpp"
+#include "core/scenario/scenario.hpp"
 #include "nccl_tests_table.hpp"
 #include "sim/compute_model.hpp"
 
@@ -39,43 +40,10 @@ int usable_cpu_cores() {
   return 1;
 }
 
-// The bundled tiny model's width: every bundled model's GEMM shapes are scaled to it, so the
-// sweep covers their aspect ratios at sizes a CPU runs in seconds.
-constexpr std::int64_t kTinyHidden = 256;
-constexpr std::int64_t kTokens = 32;  // micro_batch x seq_len of the bundled host scenario
-
-// The collective sweep's top size, whose range gives the fitted bus bandwidth. A GPU's is
-// nccl-tests' usual 16 MiB. The host device's stops at 4 MiB: host scenarios are sized for a
-// CPU (the tiny model is 7 MB in all, its buckets under 1 MiB), and at 16 MiB the reduction's
-// fp64 scratch (2 x 32 MB per rank) leaves the 32 MiB L3 of a CI machine: measured 5-8x the
-// per-byte cost of 1-4 MiB, a regime no host run reaches, which made the fitted reduce-scatter
-// busBW 0.057 GB/s where the 256 KiB-1 MiB points give 0.14.
-std::int64_t largest_collective_bytes(gpu::Backend backend) {
-  return backend == gpu::Backend::kHost ? std::int64_t{4} << 20 : std::int64_t{16} << 20;
-}
-
 std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
-}
-
-// Every bundled model's distinct Linear shapes (tokens x out x in), scaled to the tiny width.
-std::vector<gpu::GemmShape> bundled_gemm_shapes(const std::filesystem::path& models_dir) {
-  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
-  for (const auto& name : core::bundled_model_names(models_dir)) {
-    const core::ModelSpec model = core::load_model_file(models_dir / (name + ".yaml"), core::DType::kBF16);
-    const double scale = static_cast<double>(kTinyHidden) / static_cast<double>(std::max<std::int64_t>(1, model.hidden_size));
-    for (const auto& p : model.params) {
-      if (p.gemm_in <= 0) continue;
-      const auto in = std::max<std::int64_t>(8, std::llround(static_cast<double>(p.gemm_in) * scale));
-      const auto out = std::max<std::int64_t>(8, std::llround(static_cast<double>(p.gemm_out) * scale));
-      seen.insert({kTokens, out, in});
-    }
-  }
-  std::vector<gpu::GemmShape> shapes;
-  for (const auto& [m, n, k] : seen) shapes.push_back({m, n, k});
-  return shapes;
 }
 
 // One observation for the fit: the simulator's GEMM model at `shape` against a measured time.
@@ -181,17 +149,40 @@ core::MeasuredCollectiveCurve measured_curve(core::NcclTestsOp op, int ranks,
   return curve;
 }
 
+// One bandwidth fit's table: each size's measured and fitted time and the error.
+void print_bandwidth_fit(const char* what, const std::vector<gpu::SizeTiming>& points, const BandwidthFit& f,
+                         double bytes_per_time) {
+  std::printf("#\n# %s\n# %14s %14s %14s %10s %8s\n", what, "size (B)", "measured (us)", "fitted (us)", "GB/s", "error");
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
+    std::printf("  %14lld %14.2f %14.2f %10.2f %7.1f%%\n", static_cast<long long>(p.bytes), p.time_ns / 1e3,
+                f.predicted_ns[i] / 1e3, bytes_per_time * static_cast<double>(p.bytes) / p.time_ns,
+                100 * (f.predicted_ns[i] - p.time_ns) / p.time_ns);
+  }
+  std::printf("# fit: %.2f GB/s, rms error %.1f%%\n", f.bytes_per_s / 1e9, 100 * f.rms_relative_error);
+}
+
 }  // namespace
 
 int run_device_calibration(const DeviceCalibrationOptions& o) {
   const auto backend = gpu::parse_backend(o.backend);
   if (!backend) throw core::InputError({"<command line>", 0}, "--backend", "is '" + o.backend + "'", "host or cuda");
-  const core::HardwareProfile base = core::load_hardware_profile(o.base);
+  std::optional<core::Scenario> scenario;
+  if (!o.scenario.empty()) scenario = core::load_scenario(o.scenario, o.overrides, bundled_data());
+  // The base profile: given, else the scenario's own hardware.
+  const std::filesystem::path base_path =
+      !o.base.empty() ? o.base : std::filesystem::path(scenario->cluster.hardware.source_file);
+  const core::HardwareProfile base = core::load_hardware_profile(base_path);
   if (o.ranks > base.gpus_per_node) {
     throw core::InputError({"<command line>", 0}, "--ranks", std::to_string(o.ranks) + " ranks but the base profile " +
                            base.name + " has " + std::to_string(base.gpus_per_node) + " GPUs per node",
                            "at most gpus_per_node ranks, or another --base");
   }
+  // GPUs are checked against a tight fit; the host device's times are a shared CPU's, which
+  // swing 2-5x between runs (a CI machine: GEMM fits of 30-50% rms), so only on request.
+  const bool check_fits = o.max_fit_error.has_value() || *backend == gpu::Backend::kCuda;
+  const double max_fit_error = o.max_fit_error.value_or(kGpuMaxFitError);
+  const CalibrationPlan plan = make_calibration_plan(*backend, scenario ? &*scenario : nullptr, bundled_data().models_dir, o.ranks);
   gpu::DeviceGroupOptions group_options;
   group_options.world_size = o.ranks;
   group_options.capacity_bytes = static_cast<std::uint64_t>(base.gpu.memory_bytes);
@@ -204,10 +195,10 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
 
   gpu::MicrobenchmarkOptions mb;
   mb.iterations = o.iterations;
-  for (std::int64_t size = 4 << 10; size <= largest_collective_bytes(*backend); size *= 4) {
-    mb.collective_sizes_bytes.push_back(size);
-  }
-  mb.gemm_shapes = bundled_gemm_shapes(bundled_data().models_dir);
+  mb.collective_sizes_bytes = plan.collective_sizes_bytes;
+  mb.gemm_shapes = plan.gemm_shapes;
+  mb.memory_pass_sizes_bytes = plan.memory_pass_sizes_bytes;
+  mb.copy_sizes_bytes = plan.copy_sizes_bytes;
   const gpu::MicrobenchmarkResults r = gpu::run_microbenchmarks(*group, mb);
 
   std::printf("# calibrate --backend %s: %d rank(s), bf16, %d timed repetitions per point\n", o.backend.c_str(),
@@ -224,6 +215,12 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
       std::printf("#\n# %s_perf (measured on the %s device)\n", core::nccl_tests_op_name(op), o.backend.c_str());
       print_nccl_tests_table(op, o.ranks, "bfloat16", table_rows(*timings));
       const core::CollectiveFit f = fit(*timings, o.ranks, o.tolerance);
+      std::printf("# %14s %14s %14s %8s\n", "size (B)", "measured (us)", "fitted (us)", "error");
+      for (std::size_t i = 0; i < f.points.size(); ++i) {
+        const auto& p = f.points[i];
+        std::printf("  %14lld %14.2f %14.2f %7.1f%%\n", static_cast<long long>(p.bytes), p.time_us, f.predicted_us[i],
+                    100 * (f.predicted_us[i] - p.time_us) / p.time_us);
+      }
       double bus_bandwidth_gb_per_s = f.bus_bandwidth_gb_per_s();
       std::printf("# fit: latency %.2f us, busBW %.3f GB/s\n", f.latency_us(), bus_bandwidth_gb_per_s);
       if (bus_bandwidth_gb_per_s <= 0) {
@@ -254,9 +251,9 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
 
   const std::vector<GemmPoint> points = gemm_points(r.gemms);
   const GemmFit g = fit_gemms(base, points);
-  std::printf("#\n# GEMMs (bundled models' Linear shapes scaled to hidden %lld, %lld tokens): forward, and\n"
+  std::printf("#\n# GEMMs (%s): forward, and\n"
               "# backward (dgrad + wgrad) / 2, each fitted at the forward's M*N*K as the simulator charges it\n",
-              static_cast<long long>(kTinyHidden), static_cast<long long>(kTokens));
+              plan.gemm_source.c_str());
   std::printf("# %6s %6s %6s %9s %14s %14s %8s\n", "M", "N", "K", "kernel", "measured (us)", "fitted (us)", "error");
   for (std::size_t i = 0; i < points.size(); ++i) {
     const auto& t = points[i];
@@ -267,8 +264,16 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   std::printf("# fit: plateau %.4g TFLOPS, half-rate volume M*N*K %.3g, rms error %.1f%%\n", g.flops_per_s / 1e12,
               g.half_volume_mnk, 100 * g.rms_relative_error);
   std::printf("# Adam step %.4g M parameters/s\n", r.adam_elements_per_s / 1e6);
-  std::printf("# memory pass %.2f GB/s; host->device %.2f GB/s, device->host %.2f GB/s\n", r.memory_bytes_per_s / 1e9,
-              r.host_to_device_bytes_per_s / 1e9, r.device_to_host_bytes_per_s / 1e9);
+  // Memory-bound passes read and write their size: 2 x bytes per pass.
+  const BandwidthFit memory = fit_bandwidth(r.memory_passes, 2.0);
+  print_bandwidth_fit("memory-bound pass (read + write of each size)", r.memory_passes, memory, 2.0);
+  const BandwidthFit h2d = fit_bandwidth(r.host_to_device);
+  print_bandwidth_fit(mb.pin_host_buffers ? "host -> device copies (pinned host memory)" : "host -> device copies",
+                      r.host_to_device, h2d, 1.0);
+  const BandwidthFit d2h = fit_bandwidth(r.device_to_host);
+  print_bandwidth_fit(mb.pin_host_buffers ? "device -> host copies (pinned host memory)" : "device -> host copies",
+                      r.device_to_host, d2h, 1.0);
+  for (const auto& note : plan.notes) std::printf("# note: %s\n", note.c_str());
   std::printf("# launch: kernel %.2f us, collective %.2f us (host enqueue)\n", r.kernel_launch_ns / 1e3,
               r.collective_launch_ns / 1e3);
   const auto& ct = r.contention;  // a GEMM per rank overlapped with an all-gather
@@ -278,9 +283,42 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
               ct.gemm_alone_ns / 1e6, ct.gemm_overlapped_ns / 1e6, 100 * compute_factor, ct.collective_alone_ns / 1e6,
               ct.collective_overlapped_ns / 1e6, 100 * collective_factor);
 
+  // Each fit's error against the limit: a profile whose fits miss the measurements would make
+  // every later simulation wrong (issue 20: a 55% GEMM fit), so it is not written unless forced.
+  const std::vector<std::pair<std::string, double>> fit_errors = {
+      {"GEMM", g.rms_relative_error},
+      {"memory-bound pass", memory.rms_relative_error},
+      {"host -> device copy", h2d.rms_relative_error},
+      {"device -> host copy", d2h.rms_relative_error}};
+  std::ostringstream fit_lines;
+  std::string failed;
+  for (const auto& [name, error] : fit_errors) {
+    const bool over = check_fits && error > max_fit_error;
+    fit_lines << "#   " << name << " fit: rms error " << fmt("%.1f", 100 * error) << "%" << (over ? " (above the limit)" : "")
+              << "\n";
+    if (over) failed += (failed.empty() ? "" : ", ") + name + " " + fmt("%.1f", 100 * error) + "%";
+  }
+  if (check_fits) {
+    std::printf("# fit errors (rms over each fit's points) against --max-fit-error %.1f%%: %s\n", 100 * max_fit_error,
+                failed.empty() ? "all within" : ("above: " + failed).c_str());
+  } else {
+    std::printf("# fit errors not checked on the host device (a shared CPU's times; --max-fit-error checks them)\n");
+  }
+  if (!failed.empty()) {
+    if (!o.force) {
+      throw core::InputError({"<command line>", 0}, "--max-fit-error",
+                             "the fits of " + failed + " (rms) are above " + fmt("%.1f", 100 * max_fit_error) +
+                                 "%, so " + o.output + " was not written (the per-shape errors are above)",
+                             "fits within the limit: calibrate again on an idle device with more --iterations, raise "
+                             "--max-fit-error, or --force to write the profile anyway");
+    }
+    std::printf("# --force: writing the profile although the fits of %s are above the limit\n", failed.c_str());
+    fit_lines << "#   written with --force: fit error above --max-fit-error " << fmt("%.1f", 100 * max_fit_error) << "%\n";
+  }
+
   // Rates above the base's peaks raise the peaks (efficiency 1): the profile says what the
   // device does, not what the base's datasheet says.
-  YAML::Node root = YAML::LoadFile(o.base.string());
+  YAML::Node root = YAML::LoadFile(base_path.string());
   const double peak = *core::peak_dense_flops_per_s(base, core::DType::kBF16);
   double gemm_efficiency = g.flops_per_s / peak;
   if (gemm_efficiency > 1) {
@@ -288,9 +326,9 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
     root["gpu"]["fp16_dense_tflops"] = fmt("%.6g", g.flops_per_s / 1e12);
     gemm_efficiency = 1;
   }
-  double memory_efficiency = r.memory_bytes_per_s / base.gpu.memory_bandwidth_bytes_per_s;
+  double memory_efficiency = memory.bytes_per_s / base.gpu.memory_bandwidth_bytes_per_s;
   if (memory_efficiency > 1) {
-    root["gpu"]["memory_bandwidth_gb_per_s"] = fmt("%.6g", r.memory_bytes_per_s / 1e9);
+    root["gpu"]["memory_bandwidth_gb_per_s"] = fmt("%.6g", memory.bytes_per_s / 1e9);
     memory_efficiency = 1;
   }
   values["gemm_efficiency"] = fmt("%.6g", gemm_efficiency);
@@ -334,8 +372,8 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
     values["contention_collective_factor"] = fmt("%.6g", collective_factor);
   }
   root["name"] = std::filesystem::path(o.output).stem().string();
-  root["host_link"]["measured_host_to_device_gb_per_s"] = fmt("%.6g", r.host_to_device_bytes_per_s / 1e9);
-  root["host_link"]["measured_device_to_host_gb_per_s"] = fmt("%.6g", r.device_to_host_bytes_per_s / 1e9);
+  root["host_link"]["measured_host_to_device_gb_per_s"] = fmt("%.6g", h2d.bytes_per_s / 1e9);
+  root["host_link"]["measured_device_to_host_gb_per_s"] = fmt("%.6g", d2h.bytes_per_s / 1e9);
   for (const auto& [k, v] : values) root["calibration"][k] = v;
   if (curves_yaml.empty()) {
     if (root["calibration"]) root["calibration"].remove("measured_collectives");  // the base's, not measured here
@@ -354,7 +392,8 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
     std::ofstream out(o.output);
     if (!out) throw core::InputError({o.output, 0}, "-o", "cannot write the file", "a writable path");
     out << "# Calibrated by `prefetchlab calibrate --backend " << o.backend << "` on " << o.ranks
-        << " rank(s) over base " << o.base.string() << " (microbenchmarks only; no scenario run)\n"
+        << " rank(s) over base " << base_path.string() << " (microbenchmarks only; no scenario run)\n"
+        << "#   GEMM shapes: " << plan.gemm_source << "\n" << fit_lines.str()
         << notes.str() << "#   GEMM plateau " << fmt("%.4g", g.flops_per_s / 1e12) << " TFLOPS (bf16), half-rate M*N*K "
         << fmt("%.3g", g.half_volume_mnk) << ", rms error " << fmt("%.1f", 100 * g.rms_relative_error) << "%\n"
         << "#   host costs: this executor's measured launches (kernel, collective); DeepSpeed's Python terms 0\n"

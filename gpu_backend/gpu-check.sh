@@ -1,25 +1,111 @@
 #!/usr/bin/env bash
-# On a machine with NVIDIA GPUs (possibly offline): builds PrefetchLab with the CUDA + NCCL
-# device, runs the CUDA tests, calibrates, validates the bundled single-GPU parameter-offload
-# scenario on one GPU (fetches cross PCIe) and, with 2+ GPUs, the host scenario on two, and,
-# where PyTorch is present, compares its caching allocator with core's on one malloc/free
-# sequence; everything lands in OUTDIR. Budget: about 5 minutes.
-#   gpu_backend/gpu-check.sh OUTDIR
-# Finds CUDA in /usr/local/cuda or $CUDA_HOME, cuBLAS and NCCL there or inside Python wheels
-# (nvidia-cublas*, nvidia-nccl-cu*), and the other build dependencies either installed or in
-# gpu_backend/offline/ (made by gpu_backend/prepare-offline.sh on a machine with the packages).
-set -euo pipefail
-[[ $# -eq 1 ]] || { echo "usage: gpu_backend/gpu-check.sh OUTDIR" >&2; exit 2; }
-cd "$(dirname "$0")/.."
-out=$(mkdir -p "$1" && cd "$1" && pwd)
+# The prepared check for a machine with an NVIDIA GPU (possibly offline), sized for a 15-minute
+# lease: it runs within 8 minutes on one GPU. Steps, each with its own time limit; a failing
+# step is recorded and the next one runs:
+#   configure, build        PrefetchLab with the CUDA + NCCL device (prefetchlab and the tests)
+#   cuda-tests              the tests of the CUDA device and kernels (Cuda*)
+#   calibrate-gpt2-medium   calibrate --backend cuda at the bundled GPT-2 medium scenario's shapes
+#   calibrate-default       calibrate --backend cuda at the default 7B-class shapes
+#   validate-tiny-offload   validate scenarios/host/tiny-llama-offload-1gpu.yaml on one GPU
+#   validate-gpt2-medium    validate scenarios/gpu/gpt2-medium-offload-1gpu.yaml on one GPU
+#   executor-speed          (issue 20 item 2: the executor speed script, wired by the lead)
+#   calibrate-2gpu, validate-2gpu   only with 2+ GPUs
+#   allocator-compare       torch.cuda's caching allocator against core's (torch_allocator_compare.py)
+# Everything small lands in OUTDIR (default $OUT): one log per step, the profiles and validate
+# folders, gpus.csv, and summary.tsv (step, exit code, seconds, log) with gpu-check.log.
+#   gpu_backend/gpu-check.sh [--dry-run | --configure-only] [--build-dir DIR [--skip-build]] [OUTDIR]
+#     --dry-run         write the summary with every step's command, run nothing
+#     --configure-only  stop after the configure step (tests/gpu_backend/offline_configure_test.sh)
+#     --build-dir DIR   build there (default build-gpu-check/, outside OUTDIR: it is large);
+#                       --skip-build uses it as it is
+# Exit code: 0 when every step passed, 1 otherwise (summary.tsv says which), 2 for bad usage.
+# Finds CUDA in $CUDA_HOME or /usr/local/cuda, cuBLAS and NCCL there or inside Python wheels
+# (nvidia-cublas*, nvidia-nccl-cu*), the other build dependencies installed or in the folder
+# gpu_backend/prepare-offline.sh made ($PREFETCHLAB_OFFLINE_DIR, default gpu_backend/offline).
+# PREFETCHLAB_FIND_ONLY_OFFLINE=1 hides the system's packages from CMake (only the offline
+# folder and the CUDA directories are searched), as on a machine without them;
+# PREFETCHLAB_GPU_CHECK_CUDA=AUTO lets the configure go on without nvcc (a test on a CPU machine).
+set -uo pipefail
+usage() { echo "usage: gpu_backend/gpu-check.sh [--dry-run | --configure-only] [--build-dir DIR [--skip-build]] [OUTDIR]" >&2; exit 2; }
+mode=run build="" skip_build=0 outdir=${OUT:-}
+while (($#)); do
+  case $1 in
+    --dry-run) mode="dry-run" ;;
+    --configure-only) mode="configure-only" ;;
+    --build-dir) (($# >= 2)) || usage; build=$2; shift ;;
+    --skip-build) skip_build=1 ;;
+    -*) usage ;;
+    *) outdir=$1 ;;
+  esac
+  shift
+done
+[[ -n $outdir ]] || usage
+((skip_build == 0)) || [[ -n $build ]] || { echo "gpu-check.sh: --skip-build needs --build-dir" >&2; exit 2; }
+out=$(mkdir -p "$outdir" && cd "$outdir" && pwd) || { echo "gpu-check.sh: cannot create $outdir" >&2; exit 2; }
+[[ -z $build || $build == /* ]] || build=$PWD/$build
+cd "$(dirname "$0")/.." || exit 1
+repo=$PWD
+[[ -n $build ]] || build=$repo/build-gpu-check
+summary=$out/summary.tsv
+printf 'step\texit_code\tseconds\tlog\n' > "$summary"
+: > "$out/gpu-check.log"
 log() { echo "[gpu-check $(date +%T)] $*" | tee -a "$out/gpu-check.log"; }
-deadline=$((SECONDS + 300))
-left() { echo $((deadline - SECONDS)); }
+budget_s=480
+deadline=$((SECONDS + budget_s))
+failed=0
 
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > "$out/gpus.csv" || true
+# step NAME LIMIT_S COMMAND...: runs COMMAND (cwd: the repository) for at most LIMIT_S seconds
+# and what is left of the budget, its output in NAME.log; records exit code and seconds.
+step() {
+  local name=$1 limit=$2; shift 2
+  local left=$((deadline - SECONDS)) rc start
+  ((limit < left)) || limit=$left
+  if [[ $mode == dry-run ]]; then
+    printf '%s\t-\t0\t%s\n' "$name" "$*" >> "$summary"
+    log "dry run: $name: $*"
+    return 0
+  fi
+  if ((limit <= 0)); then
+    printf '%s\tskipped\t0\tno time left of the %ss budget\n' "$name" "$budget_s" >> "$summary"
+    log "$name skipped: no time left"
+    failed=1
+    return 1
+  fi
+  log "$name (at most ${limit}s)"
+  start=$SECONDS
+  timeout "$limit" "$@" > "$out/$name.log" 2>&1
+  rc=$?
+  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - start))" "$name.log" >> "$summary"
+  if ((rc != 0)); then
+    failed=1
+    log "$name FAILED (exit $rc$( ((rc == 124)) && echo ", time limit")); see $name.log"
+  fi
+  return "$rc"
+}
+# A step that is not (yet) part of the check: recorded as such.
+not_wired() {
+  printf '%s\tnot-wired\t0\t%s\n' "$1" "$2" >> "$summary"
+  log "$1: $2"
+}
+
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv \
+  > "$out/gpus.csv" 2>/dev/null
+gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' )
+# The bundled profile of this GPU: the base of every calibration, and the simulator's hardware
+# where a calibration refused its fit (PREFETCHLAB_GPU_CHECK_BASE overrides it).
+gpu_name=$( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true) | head -1)
+case $gpu_name in
+  *H200*) base=h200-sxm-8x ;;
+  *B200*) base=b200-sxm-8x ;;
+  *A100*) base=a100-sxm-8x ;;
+  *L40S*) base=l40s-8x-pcie4 ;;
+  *) base=h100-sxm-8x ;;
+esac
+base=${PREFETCHLAB_GPU_CHECK_BASE:-$base}
+
+# --- where CUDA, cuBLAS, NCCL and the offline packages are ---
 cuda=${CUDA_HOME:-/usr/local/cuda}
-[[ -x $cuda/bin/nvcc ]] || { log "no nvcc under $cuda (set CUDA_HOME)"; exit 1; }
-# cuBLAS / NCCL from Python wheels when the toolkit lacks them.
+[[ -x $cuda/bin/nvcc ]] || log "no nvcc under $cuda (set CUDA_HOME): the configure step will fail"
 hints=("$cuda")
 py=$(command -v python3 || true)
 if [[ -n $py ]]; then
@@ -28,66 +114,93 @@ if [[ -n $py ]]; then
     [[ -n $d && -d $d ]] && hints+=("$d") && log "found $mod in $d"
   done
 fi
-nccl_home=""
-for h in "${hints[@]}"; do
-  if [[ -e $h/include/nccl.h ]]; then nccl_home=$h; break; fi
-done
-[[ -n $nccl_home ]] || { log "no nccl.h in ${hints[*]} (pip install nvidia-nccl-cu13, or set NCCL_HOME)"; exit 1; }
+nccl_home=${NCCL_HOME:-}
+if [[ -z $nccl_home ]]; then
+  for h in "${hints[@]}"; do
+    if [[ -e $h/include/nccl.h ]]; then nccl_home=$h; break; fi
+  done
+fi
+[[ -n $nccl_home ]] || log "no nccl.h in ${hints[*]} (pip install nvidia-nccl-cu13, or set NCCL_HOME): the configure step will fail"
 # Wheels ship libnccl.so.2 only: give CMake the unversioned name it looks for.
 for h in "${hints[@]}"; do
   for lib in nccl cublas cublasLt; do
     if [[ ! -e $h/lib/lib$lib.so ]] && compgen -G "$h/lib/lib$lib.so.*" >/dev/null; then
-      mkdir -p "$out/libs" && ln -sf "$(ls "$h"/lib/lib$lib.so.* | head -1)" "$out/libs/lib$lib.so"
+      mkdir -p "$build/libs" && ln -sf "$(ls "$h"/lib/lib$lib.so.* | head -1)" "$build/libs/lib$lib.so"
     fi
   done
 done
-export LD_LIBRARY_PATH="$out/libs:$(printf '%s/lib:' "${hints[@]}")${LD_LIBRARY_PATH:-}"
-prefix=("${hints[@]}" "$out/libs")
-offline=gpu_backend/offline
+hint_libs=$(printf '%s/lib:' "${hints[@]}")
+export LD_LIBRARY_PATH="$build/libs:$hint_libs${LD_LIBRARY_PATH:-}"
+prefix=("${hints[@]}" "$build/libs")
+offline=${PREFETCHLAB_OFFLINE_DIR:-$repo/gpu_backend/offline}
 if [[ -d $offline ]]; then
-  prefix+=("$PWD/$offline" "$PWD/$offline/cmake")
-  export CPATH="$PWD/$offline/include:$PWD/$offline/include/eigen3:${CPATH:-}"
-  export PATH="$PWD/$offline:$PATH"
+  offline=$(cd "$offline" && pwd)
+  prefix=("$offline" "${prefix[@]}")
+  export PATH="$offline/bin:$PATH"  # its ninja, when this machine has none
+  log "offline packages: $offline"
 fi
-generator=(-G Ninja); command -v ninja >/dev/null || generator=()
-build=$out/build
-log "configure (CUDA $cuda, NCCL $nccl_home)"
-NCCL_HOME=$nccl_home cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPREFETCHLAB_CUDA=ON \
-  -DPREFETCHLAB_BENCH=OFF -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCUDAToolkit_ROOT="$cuda" \
-  -DCMAKE_PREFIX_PATH="$(IFS=';'; echo "${prefix[*]}")" -DCMAKE_LIBRARY_PATH="$out/libs" > "$out/configure.log" 2>&1 \
-  || { log "configure failed: $out/configure.log"; exit 1; }
-log "build"
-timeout "$(left)" cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 || { log "build failed: $out/build.log"; exit 1; }
+log "GPUs: $gpus (${gpu_name:-none found}); base profile $base"
+# CMake 4 refuses package files that ask for policies older than 3.5 unless told this.
+export CMAKE_POLICY_VERSION_MINIMUM=3.5
+join() { local IFS=';'; echo "$*"; }
+configure=(cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPREFETCHLAB_CUDA="${PREFETCHLAB_GPU_CHECK_CUDA:-ON}" -DPREFETCHLAB_BENCH=OFF
+  -DPREFETCHLAB_LTO=OFF -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCUDAToolkit_ROOT="$cuda"
+  -DCMAKE_PREFIX_PATH="$(join "${prefix[@]}")" -DCMAKE_LIBRARY_PATH="$build/libs")
+command -v ninja >/dev/null && configure+=(-G Ninja)
+if [[ ${PREFETCHLAB_FIND_ONLY_OFFLINE:-0} == 1 ]]; then
+  # Packages, headers and libraries only under these roots; programs (compilers, ninja) as usual.
+  configure+=(-DCMAKE_FIND_ROOT_PATH="$(join "${prefix[@]}")" -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY
+    -DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY
+    -DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+    -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF)
+fi
 cli=$build/apps/prefetchlab
-log "CUDA tests"
-timeout "$(left)" "$build/tests/prefetchlab_tests" --gtest_filter='CudaDevice.*' > "$out/cuda-tests.log" 2>&1 \
-  || log "CUDA tests FAILED (see cuda-tests.log)"
-gpus=$(nvidia-smi -L 2>/dev/null | wc -l || echo 1)
-log "calibrate on 1 GPU (collective fits skipped on one GPU)"
-timeout "$(left)" "$cli" calibrate --backend cuda --ranks 1 -o "$out/cuda-1gpu.yaml" > "$out/calibrate-1gpu.log" 2>&1 \
-  || log "calibrate 1 GPU failed (see calibrate-1gpu.log)"
-# The bundled single-GPU scenario: its parameters live in pinned host memory, so every fetch
-# copies them up over PCIe on the all-gather stream (one GPU has nothing to all-gather; the
-# profile's collective fits were skipped above, so validate's collective terms are the bundled
-# profile's).
-log "validate scenarios/host/tiny-llama-offload-1gpu.yaml on 1 GPU (parameters offloaded: fetches cross PCIe)"
-timeout "$(left)" "$cli" validate scenarios/host/tiny-llama-offload-1gpu.yaml --backend cuda --hardware "$out/cuda-1gpu.yaml" \
-  -o "$out/validate-1gpu" > "$out/validate-1gpu.log" 2>&1 || log "validate 1 GPU failed"
+tests=$build/tests/prefetchlab_tests
+
+# --- the steps ---
+if ((skip_build == 0)); then
+  step configure 120 env NCCL_HOME="$nccl_home" "${configure[@]}"
+  if [[ $mode == configure-only ]]; then
+    log "configure only: done in ${SECONDS}s; summary in $summary"
+    exit $failed
+  fi
+  step build 300 cmake --build "$build" -j "$(nproc)" --target prefetchlab prefetchlab_tests
+fi
+step cuda-tests 60 "$tests" --gtest_filter='Cuda*'
+# Calibrate at the shapes of the GPT-2 medium scenario (M = 4 x 1024 tokens) and at the default
+# 7B-class set, over this GPU's bundled profile. A profile whose fit error is above the limit is
+# not written (exit 2): the validations below then simulate with the bundled profile.
+step calibrate-gpt2-medium 90 "$cli" calibrate --backend cuda --ranks 1 scenarios/gpu/gpt2-medium-offload-1gpu.yaml \
+  --base "$base" -o "$out/cuda-gpt2-medium.yaml"
+step calibrate-default 90 "$cli" calibrate --backend cuda --ranks 1 --base "$base" -o "$out/cuda-default.yaml"
+hardware_of() { if [[ -e $1 ]]; then echo --hardware "$1"; else echo --hardware "$base"; fi; }
+# Parameters in pinned host memory: every fetch copies them up over PCIe (one GPU has nothing to
+# all-gather; the collective terms are the base profile's).
+# shellcheck disable=SC2046  # hardware_of's words are two arguments
+step validate-tiny-offload 60 "$cli" validate scenarios/host/tiny-llama-offload-1gpu.yaml --backend cuda \
+  $(hardware_of "$out/cuda-gpt2-medium.yaml") -o "$out/validate-tiny-offload"
+# shellcheck disable=SC2046
+step validate-gpt2-medium 120 "$cli" validate scenarios/gpu/gpt2-medium-offload-1gpu.yaml --backend cuda \
+  $(hardware_of "$out/cuda-gpt2-medium.yaml") -o "$out/validate-gpt2-medium"
+# >>> issue 20 item 2: the executor speed script (GPT-2 medium and large, micro batch 4, seq 1024:
+# forward + backward and the Adam step against PyTorch's) is called here, e.g.
+#   step executor-speed 120 <its command> --out "$out/executor-speed"
+# The lead wires it; until then the summary says so. <<<
+not_wired executor-speed "issue 20 item 2's executor speed script is not wired in yet"
 if ((gpus >= 2)); then
-  log "calibrate and validate on 2 GPUs"
-  timeout "$(left)" "$cli" calibrate --backend cuda --ranks 2 -o "$out/cuda-2gpu.yaml" > "$out/calibrate-2gpu.log" 2>&1 \
-    || log "calibrate 2 GPUs failed"
-  timeout "$(left)" "$cli" validate scenarios/host/tiny-llama-host.yaml --backend cuda --hardware "$out/cuda-2gpu.yaml" \
-    --set cluster.gpus_per_node=2 -o "$out/validate-2gpu" > "$out/validate-2gpu.log" 2>&1 || log "validate 2 GPUs failed"
+  step calibrate-2gpu 60 "$cli" calibrate --backend cuda --ranks 2 --base "$base" -o "$out/cuda-2gpu.yaml"
+  # shellcheck disable=SC2046
+  step validate-2gpu 60 "$cli" validate scenarios/host/tiny-llama-host.yaml --backend cuda \
+    $(hardware_of "$out/cuda-2gpu.yaml") --set cluster.gpus_per_node=2 -o "$out/validate-2gpu"
 fi
 # The same malloc/free sequence through torch.cuda's caching allocator and core's; without
 # PyTorch (or a GPU under it) the script says so and runs the C++ side only.
 if [[ -n $py ]]; then
-  log "allocator comparison (torch.cuda vs core::CachingAllocator)"
-  timeout "$(left)" "$py" gpu_backend/torch_allocator_compare.py --cli "$cli" --out "$out/allocator-compare" \
-    > "$out/allocator-compare.log" 2>&1 || log "allocator stats differ or the comparison failed (see allocator-compare.log)"
-  tail -n 1 "$out/allocator-compare.log" | sed 's/^/  /' | tee -a "$out/gpu-check.log"
+  step allocator-compare 60 "$py" gpu_backend/torch_allocator_compare.py --cli "$cli" --out "$out/allocator-compare"
+  [[ $mode == dry-run ]] || tail -n 1 "$out/allocator-compare.log" | sed 's/^/  /' | tee -a "$out/gpu-check.log"
 else
-  log "no python3: allocator comparison skipped"
+  not_wired allocator-compare "no python3 on this machine"
 fi
-log "done in ${SECONDS}s; results in $out"
+log "done in ${SECONDS}s of ${budget_s}s; summary in $summary"
+column -t -s $'\t' "$summary" 2>/dev/null | tee -a "$out/gpu-check.log" || cat "$summary"
+exit $failed

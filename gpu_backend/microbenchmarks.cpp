@@ -99,7 +99,8 @@ struct RankResults {
   std::vector<CollectiveTiming> all_gather, reduce_scatter;
   std::vector<double> gemm_ns, gemm_backward_ns;
   double adam_elements_per_s = 0;
-  double memory_bytes_per_s = 0, h2d = 0, d2h = 0, launch_ns = 0, collective_launch_ns = 0;
+  std::vector<SizeTiming> memory_passes, h2d, d2h;
+  double launch_ns = 0, collective_launch_ns = 0;
   ContentionTiming contention;
 };
 
@@ -177,30 +178,41 @@ RankResults run_rank(Device& device, const MicrobenchmarkOptions& o) {
     const double ns = timed_ns(device, compute, o.iterations, [&] { device.adam(compute, adam); });
     r.adam_elements_per_s = static_cast<double>(o.adam_numel) / (ns * 1e-9);
   }
-  // One memory-bound pass: read numel, write numel.
-  line_up();
-  {
-    const auto bytes = static_cast<std::uint64_t>(o.memory_pass_numel * eb);
+  // Memory-bound passes: read `size` bytes, write as many, one buffer pair per size (freed
+  // before the next, so the largest sizes fit beside the GEMM operands).
+  for (const std::int64_t size : o.memory_pass_sizes_bytes) {
+    line_up();
+    Buffers pass_buffers(device, compute);
     ElementwiseArgs e;
     e.op = ElementwiseOp::kScale;
-    e.numel = o.memory_pass_numel;
-    e.a = buffers.get(bytes);
-    e.dst = buffers.get(bytes);
+    e.numel = std::max<std::int64_t>(1, size / eb);
+    const auto bytes = static_cast<std::uint64_t>(e.numel * eb);
+    e.a = pass_buffers.get(bytes);
+    e.dst = pass_buffers.get(bytes);
     e.alpha = 0.5f;
     e.type = o.type;
     device.elementwise(compute, e);
-    const double ns = timed_ns(device, compute, o.iterations, [&] { device.elementwise(compute, e); });
-    r.memory_bytes_per_s = 2.0 * static_cast<double>(bytes) / (ns * 1e-9);
+    r.memory_passes.push_back(
+        {static_cast<std::int64_t>(bytes), timed_ns(device, compute, o.iterations, [&] { device.elementwise(compute, e); })});
   }
-  // Host <-> device copies of one buffer.
-  line_up();
+  // Host <-> device copies, one host buffer of the largest size (pinned once), each size a
+  // prefix of it.
   {
-    std::vector<std::byte> host(static_cast<std::size_t>(o.copy_bytes));
-    const DeviceSpan span = buffers.get(static_cast<std::uint64_t>(o.copy_bytes));
-    const double h2d_ns = timed_ns(device, compute, o.iterations, [&] { device.copy_host_to_device(compute, span, host.data()); });
-    const double d2h_ns = timed_ns(device, compute, o.iterations, [&] { device.copy_device_to_host(compute, host.data(), span); });
-    r.h2d = static_cast<double>(o.copy_bytes) / (h2d_ns * 1e-9);
-    r.d2h = static_cast<double>(o.copy_bytes) / (d2h_ns * 1e-9);
+    std::int64_t largest_copy = 1;
+    for (const std::int64_t size : o.copy_sizes_bytes) largest_copy = std::max(largest_copy, size);
+    std::vector<std::byte> host(static_cast<std::size_t>(largest_copy));
+    Buffers copy_buffers(device, compute);
+    const DeviceSpan span = copy_buffers.get(static_cast<std::uint64_t>(largest_copy));
+    if (o.pin_host_buffers) device.pin_host_memory(host.data(), host.size());
+    for (const std::int64_t size : o.copy_sizes_bytes) {
+      line_up();
+      const DeviceSpan part = span.sub(0, static_cast<std::uint64_t>(std::max<std::int64_t>(1, size)));
+      device.copy_host_to_device(compute, part, host.data());
+      r.h2d.push_back({size, timed_ns(device, compute, o.iterations, [&] { device.copy_host_to_device(compute, part, host.data()); })});
+      r.d2h.push_back({size, timed_ns(device, compute, o.iterations, [&] { device.copy_device_to_host(compute, host.data(), part); })});
+    }
+    device.synchronize_all();
+    if (o.pin_host_buffers) device.unpin_host_memory(host.data());
   }
   // Launch overhead: what the host spends enqueueing a tiny kernel / collective.
   {
@@ -323,10 +335,18 @@ MicrobenchmarkResults run_microbenchmarks(DeviceGroup& group, const Microbenchma
     out.gemms.push_back({options.gemm_shapes[i], mean([&](const RankResults& r) { return r.gemm_ns[i]; }),
                          mean([&](const RankResults& r) { return r.gemm_backward_ns[i]; })});
   }
-  out.memory_bytes_per_s = mean([](const RankResults& r) { return r.memory_bytes_per_s; });
+  // Per size: the mean over ranks of each rank's median time.
+  auto mean_sizes = [&](auto member) {
+    std::vector<SizeTiming> rows = ranks[0].*member;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      rows[i].time_ns = mean([&](const RankResults& r) { return (r.*member)[i].time_ns; });
+    }
+    return rows;
+  };
+  out.memory_passes = mean_sizes(&RankResults::memory_passes);
   out.adam_elements_per_s = mean([](const RankResults& r) { return r.adam_elements_per_s; });
-  out.host_to_device_bytes_per_s = mean([](const RankResults& r) { return r.h2d; });
-  out.device_to_host_bytes_per_s = mean([](const RankResults& r) { return r.d2h; });
+  out.host_to_device = mean_sizes(&RankResults::h2d);
+  out.device_to_host = mean_sizes(&RankResults::d2h);
   out.kernel_launch_ns = mean([](const RankResults& r) { return r.launch_ns; });
   out.collective_launch_ns = mean([](const RankResults& r) { return r.collective_launch_ns; });
   out.contention.gemm_alone_ns = mean([](const RankResults& r) { return r.contention.gemm_alone_ns; });

@@ -30,11 +30,18 @@ struct MicrobenchmarkOptions {
   // buffer; each rank sends or receives size / world_size.
   std::vector<std::int64_t> collective_sizes_bytes;
   std::vector<GemmShape> gemm_shapes;
-  std::int64_t memory_pass_numel = 1 << 20;
+  // One memory-bound pass (read + write of one buffer) per size, each size the bytes read: a
+  // GPU reaches steady bandwidth only at large buffers (issue 20: a 2 MiB pass read 537 GB/s on
+  // an H200 where a 1 GiB copy moves 4,094), so calibrate measures >= 1 GiB there.
+  std::vector<std::int64_t> memory_pass_sizes_bytes{std::int64_t{2} << 20};
   // Beyond a CPU's last-level cache (4M x 16 bytes of fp32 state and bf16 data = 64 MiB), as a
   // real partition is: at 1M a 2-rank host run's Adam was ~2x the microbenchmark's rate.
   std::int64_t adam_numel = 4 << 20;
-  std::int64_t copy_bytes = 16 << 20;
+  // Host <-> device copies, one per size (calibrate uses the scenario's bucket sizes), from a
+  // host buffer pinned as DeepSpeed's offload pins it (pageable copies ran at 7-11 GB/s where
+  // pinned ones move 55 GB/s on an H200, issue 20).
+  std::vector<std::int64_t> copy_sizes_bytes{std::int64_t{16} << 20};
+  bool pin_host_buffers = true;
   std::int64_t launch_samples = 200;
   GemmShape contention_gemm{256, 1024, 1024};
   std::int64_t contention_collective_bytes = 8 << 20;
@@ -58,6 +65,12 @@ struct GemmTiming {
   double backward_time_ns = 0;  // dgrad + wgrad, the same way
 };
 
+// Device time of one kernel or copy moving `bytes` (mean over ranks of each rank's median).
+struct SizeTiming {
+  std::int64_t bytes = 0;
+  double time_ns = 0;
+};
+
 struct ContentionTiming {
   double gemm_alone_ns = 0, gemm_overlapped_ns = 0;
   double collective_alone_ns = 0, collective_overlapped_ns = 0;
@@ -67,9 +80,9 @@ struct MicrobenchmarkResults {
   int world_size = 1;
   std::vector<CollectiveTiming> all_gather, reduce_scatter;  // empty on one rank
   std::vector<GemmTiming> gemms;
-  double memory_bytes_per_s = 0;  // read + write of one elementwise pass
+  std::vector<SizeTiming> memory_passes;  // per memory_pass_sizes_bytes: bytes read (written as many)
   double adam_elements_per_s = 0;  // the device's Adam kernel over a bf16/fp32 partition
-  double host_to_device_bytes_per_s = 0, device_to_host_bytes_per_s = 0;
+  std::vector<SizeTiming> host_to_device, device_to_host;  // per copy_sizes_bytes
   double kernel_launch_ns = 0;      // host time to enqueue one small kernel
   double collective_launch_ns = 0;  // host time to enqueue one small all-gather
   ContentionTiming contention;

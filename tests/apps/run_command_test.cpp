@@ -67,6 +67,14 @@ TEST(RunCommand, EveryHostScenarioMeetsItsExpectations) {
   check_expectations_met(files);
 }
 
+// The scenarios sized for one real GPU (gpu_backend/gpu-check.sh validates them) are simulator
+// scenarios too.
+TEST(RunCommand, EveryGpuScenarioMeetsItsExpectations) {
+  const auto files = bundled_scenarios(kScenarios / "gpu");
+  ASSERT_GE(files.size(), 1u);
+  check_expectations_met(files);
+}
+
 TEST(RunCommand, EveryDefectScenarioShowsItsDefect) {
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(kScenarios / "defects")) files.push_back(entry.path());
