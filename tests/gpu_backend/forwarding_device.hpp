@@ -47,6 +47,13 @@ class ForwardingDevice : public gpu::Device {
   void gemm(gpu::StreamId s, const gpu::GemmArgs& a) override { inner_.gemm(s, a); }
   void elementwise(gpu::StreamId s, const gpu::ElementwiseArgs& a) override { inner_.elementwise(s, a); }
   void adam(gpu::StreamId s, const gpu::AdamArgs& a) override { inner_.adam(s, a); }
+  void multi_tensor_adam(gpu::StreamId s, const std::vector<gpu::AdamArgs>& t) override { inner_.multi_tensor_adam(s, t); }
+  void bias_activation(gpu::StreamId s, const gpu::BiasActivationArgs& a) override { inner_.bias_activation(s, a); }
+  void bias_activation_backward(gpu::StreamId s, const gpu::BiasActivationBackwardArgs& a) override {
+    inner_.bias_activation_backward(s, a);
+  }
+  void layer_norm(gpu::StreamId s, const gpu::LayerNormArgs& a) override { inner_.layer_norm(s, a); }
+  void layer_norm_backward(gpu::StreamId s, const gpu::LayerNormBackwardArgs& a) override { inner_.layer_norm_backward(s, a); }
   void zero(gpu::StreamId s, gpu::DeviceSpan d) override { inner_.zero(s, d); }
 
  protected:
