@@ -194,6 +194,17 @@ class CudaDevice final : public Device {
     check(cudaHostRegister(host, bytes, cudaHostRegisterPortable), "cudaHostRegister");
   }
   void unpin_host_memory(void* host) override { check(cudaHostUnregister(host), "cudaHostUnregister"); }
+  void* allocate_pinned_host(std::uint64_t bytes) override {
+    bind();
+    void* host = nullptr;
+    // Portable: every rank's GPU copies from it at full rate (the ranks share one process).
+    if (cudaHostAlloc(&host, bytes, cudaHostAllocPortable) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return host;
+  }
+  void free_pinned_host(void* host) override { check(cudaFreeHost(host), "cudaFreeHost"); }
 
   void all_gather(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type) override {
     if (recv.bytes != send.bytes * static_cast<std::uint64_t>(world_size())) throw std::invalid_argument("all_gather: recv is not world_size x send");

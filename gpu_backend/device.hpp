@@ -162,6 +162,11 @@ class Device {
   // memory goes; pinning does not move or change it.
   virtual void pin_host_memory(void* host, std::uint64_t bytes) = 0;
   virtual void unpin_host_memory(void* host) = 0;
+  // Page-locked host memory of the device's own (cudaHostAlloc, as PyTorch's pin_memory
+  // allocates it): what offloaded model states live in (host_state_buffer.hpp). nullptr when
+  // none can be had; give it back with free_pinned_host once no copy uses it.
+  virtual void* allocate_pinned_host(std::uint64_t bytes) = 0;
+  virtual void free_pinned_host(void* host) = 0;
 
   // --- collectives over the group's communicator: every rank must issue the same sequence
   // (kind, size, type), as with NCCL; a mismatch or a rank that never arrives fails the run ---

@@ -235,6 +235,13 @@ void HostDevice::adam(StreamId id, const AdamArgs& args) {
   stream(id).push("adam over " + std::to_string(args.numel) + " elements", [args] { host::run_adam(args); });
 }
 
+void* HostDevice::allocate_pinned_host(std::uint64_t bytes) {
+  constexpr std::uint64_t kAlign = 64;
+  return std::aligned_alloc(kAlign, std::max<std::uint64_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign));
+}
+
+void HostDevice::free_pinned_host(void* host) { std::free(host); }
+
 void HostDevice::multi_tensor_adam(StreamId id, const std::vector<AdamArgs>& tensors) {
   group_.failure_state().throw_if_failed();
   check_args(tensors);  // at the call, as a CUDA launch would fail

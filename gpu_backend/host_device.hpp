@@ -91,6 +91,9 @@ class HostDevice final : public Device {
   // Device memory is host memory here: nothing to pin.
   void pin_host_memory(void*, std::uint64_t) override {}
   void unpin_host_memory(void*) override {}
+  // Plain aligned host memory (there is no copy engine to page-lock it for).
+  void* allocate_pinned_host(std::uint64_t bytes) override;
+  void free_pinned_host(void* host) override;
 
   void all_gather(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type) override;
   void reduce_scatter(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type, ReduceOp op) override;

@@ -34,6 +34,8 @@ class ForwardingDevice : public gpu::Device {
   }
   void pin_host_memory(void* h, std::uint64_t bytes) override { inner_.pin_host_memory(h, bytes); }
   void unpin_host_memory(void* h) override { inner_.unpin_host_memory(h); }
+  void* allocate_pinned_host(std::uint64_t bytes) override { return inner_.allocate_pinned_host(bytes); }
+  void free_pinned_host(void* h) override { inner_.free_pinned_host(h); }
   void all_gather(gpu::StreamId s, gpu::DeviceSpan send, gpu::DeviceSpan recv, gpu::ElementType t) override {
     inner_.all_gather(s, send, recv, t);
   }
