@@ -688,3 +688,19 @@ TEST(Executor, RankDivergentControlFlowIsACollectiveMismatch) {
   EXPECT_EQ(real.status, pc::RunStatus::kCollectiveMismatch) << real.message;
   EXPECT_EQ(prefetchlab::sim::World(s, false).run().status, pc::RunStatus::kCollectiveMismatch);
 }
+
+// The workspaces' row stride is a whole number of 16-byte groups, so cuBLAS can run every GEMM
+// on its tensor-core kernels: GPT-2's 50,257-token vocabulary would otherwise make each GEMM's
+// leading dimension odd.
+TEST(Executor, WorkspaceRowsAreSixteenByteAlignedForTensorCoreGemms) {
+  const pc::Scenario s = pc::load_scenario(std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/gpt2-medium-4-nodes.yaml",
+                                           {"cluster.nodes=1", "cluster.gpus_per_node=1", "output.trace=false"},
+                                           pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR));
+  pg::HostDeviceGroup group(device_options(s));
+  const pg::ExecutorGeometry g = pg::Executor(s, group).geometry();
+  EXPECT_EQ(g.max_dim, 50264);  // 50,257 rounded up to a multiple of 8
+  EXPECT_EQ(g.max_dim * pg::element_bytes(pg::ElementType::kBF16) % 16, 0);
+  EXPECT_GE(g.workspace_numel, g.tokens * g.max_dim);
+  // A model whose widest dimension is already aligned keeps it (the tiny Llama: vocabulary 4096).
+  EXPECT_EQ(pg::Executor(host_scenario(1), group).geometry().max_dim, 4096);
+}
