@@ -128,7 +128,8 @@ TEST(CudaKernels, ElementwisePassesMatchTheHostAlignedOrNot) {
         pg::host::run_elementwise(args);
         expect_close(type, result, dst,
                      std::string(pg::element_type_name(type)) + " op " + std::to_string(static_cast<int>(op)) + " offset " +
-                         std::to_string(offset));
+                         std::to_string(offset),
+                     1e-6f);  // a fused multiply-add where the host rounds twice, near zero
       }
     }
   }
@@ -174,8 +175,8 @@ TEST(CudaKernels, MultiTensorAdamMatchesTheHostOverChunksAndLaunches) {
     for (std::size_t t = 0; t < numels.size(); ++t) {
       const std::string what = std::string(pg::element_type_name(type)) + " tensor " + std::to_string(t);
       expect_close(pg::ElementType::kFP32, gpu.download(on_gpu[t].master), host[t].master, what + " master", 1e-7f);
-      expect_close(pg::ElementType::kFP32, gpu.download(on_gpu[t].exp_avg), host[t].m, what + " exp_avg", 1e-9f);
-      expect_close(pg::ElementType::kFP32, gpu.download(on_gpu[t].exp_avg_sq), host[t].v, what + " exp_avg_sq", 1e-12f);
+      expect_close(pg::ElementType::kFP32, gpu.download(on_gpu[t].exp_avg), host[t].m, what + " exp_avg", 1e-8f);
+      expect_close(pg::ElementType::kFP32, gpu.download(on_gpu[t].exp_avg_sq), host[t].v, what + " exp_avg_sq", 1e-10f);
       expect_close(type, gpu.download(on_gpu[t].params), host[t].params, what + " params", 1e-7f);
     }
   }
@@ -197,7 +198,8 @@ TEST(CudaKernels, BiasGeluResidualAndItsBackwardMatchTheHost) {
       f.x = host_span(x), f.bias = host_span(bias), f.residual = host_span(residual), f.dst = host_span(out);
       pg::host::run_bias_activation(f);
       const std::string what = std::string(pg::element_type_name(type)) + " cols " + std::to_string(cols);
-      expect_close(type, gpu_out, out, "bias_activation " + what, 1e-6f);
+      // tanhf's last bits, and 1 + tanh cancelling for negative inputs.
+      expect_close(type, gpu_out, out, "bias_activation " + what, 1e-5f);
 
       pg::BiasActivationBackwardArgs b;
       b.rows = rows, b.cols = cols, b.type = type;
@@ -206,7 +208,7 @@ TEST(CudaKernels, BiasGeluResidualAndItsBackwardMatchTheHost) {
       const auto gpu_dx = gpu.download(b.dx);
       b.x = host_span(x), b.bias = host_span(bias), b.dy = host_span(dy), b.dx = host_span(dx);
       pg::host::run_bias_activation_backward(b);
-      expect_close(type, gpu_dx, dx, "bias_activation_backward " + what, 1e-6f);
+      expect_close(type, gpu_dx, dx, "bias_activation_backward " + what, 1e-5f);
     }
   }
 }
