@@ -232,6 +232,7 @@ void HostDevice::elementwise(StreamId id, const ElementwiseArgs& args) {
 
 void HostDevice::adam(StreamId id, const AdamArgs& args) {
   group_.failure_state().throw_if_failed();
+  check_args(std::vector<AdamArgs>{args});  // the CUDA device's checks, so CI sees what a GPU would refuse
   stream(id).push("adam over " + std::to_string(args.numel) + " elements", [args] { host::run_adam(args); });
 }
 
