@@ -627,28 +627,32 @@ void RankExecutor::module_backward_work(int module) {
 }
 
 // The s^2 part of a module's FLOPs (the attention core: QK^T and AV) as GEMMs of the same FLOP
-// count: scores[b*s x s] = Q[b*s x K] . K^T, then out[b*s x K] = scores . V, K = per-position
-// FLOPs / 4. `passes` = 1 forward, 2 backward.
+// count, one strided-batched GEMM per product with one batch per sequence of the micro-batch
+// (cublasGemmStridedBatchedEx on the CUDA device): scores[s x s] = Q[s x K] . K^T, then
+// out[s x K] = scores . V, K = per-position FLOPs / 4 (heads merged into K, so the scores fit
+// the same workspace). `passes` = 1 forward, 2 backward.
 void RankExecutor::attention_gemms(int module, int passes) {
   const auto& spec = model_.modules[static_cast<std::size_t>(module)];
   const std::int64_t per_position = spec.forward_flops.per_token_per_position;
   if (per_position <= 0) return;
-  const std::int64_t m = geometry_.tokens;
-  const std::int64_t n = scenario_.training.seq_len;
+  const std::int64_t s = scenario_.training.seq_len;
   const std::int64_t k = std::max<std::int64_t>(1, per_position / 4);
+  const std::int64_t sequences = geometry_.tokens / s;
   for (int pass = 0; pass < passes; ++pass) {
     GemmArgs scores;
-    scores.m = m, scores.n = n, scores.k = k;
-    scores.a = input_->span, scores.lda = k;
-    scores.b = upstream_->span, scores.ldb = k, scores.transpose_b = true;
-    scores.c = scratch_a_->span, scores.ldc = n;
+    scores.m = s, scores.n = s, scores.k = k;
+    scores.a = input_->span, scores.lda = k, scores.stride_a = s * k;
+    scores.b = upstream_->span, scores.ldb = k, scores.stride_b = s * k, scores.transpose_b = true;
+    scores.c = scratch_a_->span, scores.ldc = s, scores.stride_c = s * s;
+    scores.batch_count = sequences;
     scores.type = type_;
     device_.gemm(compute_, scores);
     GemmArgs out;
-    out.m = m, out.n = k, out.k = n;
-    out.a = scratch_a_->span, out.lda = n;
-    out.b = input_->span, out.ldb = k;
-    out.c = scratch_b_->span, out.ldc = k;
+    out.m = s, out.n = k, out.k = s;
+    out.a = scratch_a_->span, out.lda = s, out.stride_a = s * s;
+    out.b = input_->span, out.ldb = k, out.stride_b = s * k;
+    out.c = scratch_b_->span, out.ldc = k, out.stride_c = s * k;
+    out.batch_count = sequences;
     out.type = type_;
     device_.gemm(compute_, out);
   }

@@ -704,3 +704,35 @@ TEST(Executor, WorkspaceRowsAreSixteenByteAlignedForTensorCoreGemms) {
   // A model whose widest dimension is already aligned keeps it (the tiny Llama: vocabulary 4096).
   EXPECT_EQ(pg::Executor(host_scenario(1), group).geometry().max_dim, 4096);
 }
+
+namespace {
+
+// Counts the GEMMs by batch count (the attention core's are batched per sequence).
+class GemmCountingDevice : public pt::ForwardingDevice {
+ public:
+  using ForwardingDevice::ForwardingDevice;
+  void gemm(pg::StreamId s, const pg::GemmArgs& g) override {
+    ++by_batch[g.batch_count];
+    ForwardingDevice::gemm(s, g);
+  }
+  std::map<std::int64_t, int> by_batch;
+};
+
+}  // namespace
+
+// With 2 sequences per micro-batch, each attention module's QK^T and AV products are strided-
+// batched GEMMs of one batch per sequence: 2 forward, 4 backward per iteration.
+TEST(Executor, AttentionCoreRunsAsBatchedGemmsOnePerSequence) {
+  const pc::Scenario s = host_scenario(1, {"training.micro_batch=2", "training.iterations=2"});
+  int attention_modules = 0;
+  for (const auto& module : s.model.modules) attention_modules += module.forward_flops.per_token_per_position > 0;
+  ASSERT_GT(attention_modules, 0);
+  pg::HostDeviceGroup inner(device_options(s));
+  pt::WrappingGroup<GemmCountingDevice> group(inner, [](pg::Device& d) { return std::make_unique<GemmCountingDevice>(d); });
+  const pg::ExecutorResult result = pg::Executor(s, group).run();
+  ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
+  const auto& counts = group.wrapped(0).by_batch;
+  EXPECT_EQ(counts.count(2) ? counts.at(2) : 0, 2 * 6 * attention_modules);
+  EXPECT_GT(counts.count(1) ? counts.at(1) : 0, 0);  // the Linear layers' GEMMs
+  EXPECT_EQ(counts.size(), 2u);
+}
