@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <cmath>
 #include <deque>
 #include <stdexcept>
 #include <string>
@@ -12,9 +13,13 @@
 
 #include "core/memory/caching_allocator.hpp"
 #include "core/memory/device_memory.hpp"
+#include "gpu_backend/adam_chunk_plan.hpp"
 #include "gpu_backend/cuda_kernels.hpp"
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/failure_state.hpp"
+#include "gpu_backend/fused_kernel_checks.hpp"
+#include "gpu_backend/gemm_plan.hpp"
+#include "gpu_backend/launch_config.hpp"
 
 namespace prefetchlab::gpu {
 namespace {
@@ -58,6 +63,10 @@ cuda::KernelType kernel_type(ElementType t) {
   }
   throw std::invalid_argument("the CUDA device has no fp64 memory-bound kernels");
 }
+cuda::KernelActivation kernel_activation(Activation a) {
+  return a == Activation::kGeluTanh ? cuda::KernelActivation::kGeluTanh : cuda::KernelActivation::kIdentity;
+}
+std::uint64_t address(DeviceSpan s) { return s.address; }
 std::size_t count_of(std::uint64_t bytes, ElementType t) { return static_cast<std::size_t>(bytes / element_bytes(t)); }
 
 // cudaMalloc under the caching allocator, bounded by what the GPU has.
@@ -185,6 +194,17 @@ class CudaDevice final : public Device {
     check(cudaHostRegister(host, bytes, cudaHostRegisterPortable), "cudaHostRegister");
   }
   void unpin_host_memory(void* host) override { check(cudaHostUnregister(host), "cudaHostUnregister"); }
+  void* allocate_pinned_host(std::uint64_t bytes) override {
+    bind();
+    void* host = nullptr;
+    // Portable: every rank's GPU copies from it at full rate (the ranks share one process).
+    if (cudaHostAlloc(&host, bytes, cudaHostAllocPortable) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return host;
+  }
+  void free_pinned_host(void* host) override { check(cudaFreeHost(host), "cudaFreeHost"); }
 
   void all_gather(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type) override {
     if (recv.bytes != send.bytes * static_cast<std::uint64_t>(world_size())) throw std::invalid_argument("all_gather: recv is not world_size x send");
@@ -210,13 +230,28 @@ class CudaDevice final : public Device {
 
   void gemm(StreamId stream, const GemmArgs& g) override {
     bind();
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T (gemm_plan.hpp). bf16 /
+    // fp16 operands with fp32 accumulation on the tensor cores, as PyTorch's matmuls run them.
+    const CublasGemmPlan p = plan_cublas_gemm(g);
     check(cublasSetStream(cublas_, get(stream)), "cublasSetStream");
-    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-    check(cublasGemmEx(cublas_, g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                       static_cast<int>(g.n), static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha, ptr(g.b), cuda_type(g.type),
-                       static_cast<int>(g.ldb), ptr(g.a), cuda_type(g.type), static_cast<int>(g.lda), &g.beta, ptr(g.c),
-                       cuda_type(g.type), static_cast<int>(g.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx");
+    const cudaDataType_t t = cuda_type(g.type);
+    const auto op = [](bool transpose) { return transpose ? CUBLAS_OP_T : CUBLAS_OP_N; };
+    if (p.batch_count == 1) {
+      check(cublasGemmEx(cublas_, op(p.transpose_first), op(p.transpose_second), static_cast<int>(p.m), static_cast<int>(p.n),
+                         static_cast<int>(p.k), &g.alpha, ptr(p.first), t, static_cast<int>(p.ld_first), ptr(p.second), t,
+                         static_cast<int>(p.ld_second), &g.beta, ptr(p.c), t, static_cast<int>(p.ldc), CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
+    } else {
+      // Attention's per-head products: one call for every head of every sequence.
+      check(cublasGemmStridedBatchedEx(cublas_, op(p.transpose_first), op(p.transpose_second), static_cast<int>(p.m),
+                                       static_cast<int>(p.n), static_cast<int>(p.k), &g.alpha, ptr(p.first), t,
+                                       static_cast<int>(p.ld_first), p.stride_first, ptr(p.second), t,
+                                       static_cast<int>(p.ld_second), p.stride_second, &g.beta, ptr(p.c), t,
+                                       static_cast<int>(p.ldc), p.stride_c, static_cast<int>(p.batch_count),
+                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmStridedBatchedEx");
+    }
     ++enqueued_[stream];
   }
   void elementwise(StreamId stream, const ElementwiseArgs& e) override {
@@ -224,16 +259,75 @@ class CudaDevice final : public Device {
     const cuda::KernelOp op = e.op == ElementwiseOp::kScale      ? cuda::KernelOp::kScale
                               : e.op == ElementwiseOp::kMultiply ? cuda::KernelOp::kMultiply
                                                                  : cuda::KernelOp::kAxpy;
-    enqueue(stream, cuda::launch_elementwise(op, kernel_type(e.type), ptr(e.dst), ptr(e.a), ptr(e.b), e.numel, e.alpha, get(stream)),
+    // Only the operands the op reads count for alignment.
+    const bool aligned = all_aligned_16({address(e.dst), address(e.a), e.op == ElementwiseOp::kMultiply ? address(e.b) : 0});
+    const ElementwiseLaunch launch = plan_elementwise_launch(e.numel, element_bytes(e.type), aligned, sm_count_);
+    enqueue(stream,
+            cuda::launch_elementwise(op, kernel_type(e.type), ptr(e.dst), ptr(e.a), ptr(e.b), e.numel, e.alpha, launch, get(stream)),
             "elementwise kernel");
   }
-  void adam(StreamId stream, const AdamArgs& a) override {
+  void adam(StreamId stream, const AdamArgs& a) override { multi_tensor_adam(stream, {a}); }
+  void multi_tensor_adam(StreamId stream, const std::vector<AdamArgs>& tensors) override {
     bind();
+    if (tensors.empty()) return;
+    check_args(tensors);
+    const AdamArgs& first = tensors.front();
+    std::vector<cuda::AdamTensor> list;
+    std::vector<std::int64_t> numels;
+    for (const AdamArgs& t : tensors) {
+      list.push_back({ptr(t.params), ptr(t.grads), static_cast<float*>(ptr(t.master)), static_cast<float*>(ptr(t.exp_avg)),
+                      static_cast<float*>(ptr(t.exp_avg_sq)), t.numel});
+      numels.push_back(t.numel);
+    }
+    cuda::AdamHyperparameters h;
+    h.lr = first.lr, h.beta1 = first.beta1, h.beta2 = first.beta2, h.eps = first.eps;
+    // Bias corrections in fp64 on the host, as host::run_adam computes them.
+    h.correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(first.beta1), static_cast<double>(first.step)));
+    h.correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(first.beta2), static_cast<double>(first.step)));
+    const AdamChunkLimits limits;
+    enqueue(stream, cuda::launch_multi_tensor_adam(kernel_type(first.param_type), list, plan_adam_chunks(numels, limits), limits, h, get(stream)),
+            "multi-tensor adam kernel");
+  }
+  void bias_activation(StreamId stream, const BiasActivationArgs& a) override {
+    bind();
+    check_args(a);
+    const bool aligned = all_aligned_16({address(a.dst), address(a.x), address(a.bias), address(a.residual)});
+    const ElementwiseLaunch launch = plan_elementwise_launch(a.rows * a.cols, element_bytes(a.type), aligned, sm_count_);
     enqueue(stream,
-            cuda::launch_adam(kernel_type(a.param_type), ptr(a.params), ptr(a.grads), static_cast<float*>(ptr(a.master)),
-                              static_cast<float*>(ptr(a.exp_avg)), static_cast<float*>(ptr(a.exp_avg_sq)), a.numel, a.lr,
-                              a.beta1, a.beta2, a.eps, a.step, get(stream)),
-            "adam kernel");
+            cuda::launch_bias_activation(kernel_type(a.type), kernel_activation(a.activation), ptr(a.dst), ptr(a.x),
+                                         a.bias.bytes ? ptr(a.bias) : nullptr, a.residual.bytes ? ptr(a.residual) : nullptr,
+                                         a.rows, a.cols, launch, get(stream)),
+            "bias_activation kernel");
+  }
+  void bias_activation_backward(StreamId stream, const BiasActivationBackwardArgs& a) override {
+    bind();
+    check_args(a);
+    const bool aligned = all_aligned_16({address(a.dx), address(a.dy), address(a.x), address(a.bias)});
+    const ElementwiseLaunch launch = plan_elementwise_launch(a.rows * a.cols, element_bytes(a.type), aligned, sm_count_);
+    enqueue(stream,
+            cuda::launch_bias_activation_backward(kernel_type(a.type), kernel_activation(a.activation), ptr(a.dx), ptr(a.dy),
+                                                  ptr(a.x), a.bias.bytes ? ptr(a.bias) : nullptr, a.rows, a.cols, launch,
+                                                  get(stream)),
+            "bias_activation_backward kernel");
+  }
+  void layer_norm(StreamId stream, const LayerNormArgs& a) override {
+    bind();
+    check_args(a);
+    enqueue(stream,
+            cuda::launch_layer_norm(kernel_type(a.type), ptr(a.y), ptr(a.x), ptr(a.gamma), ptr(a.beta),
+                                    static_cast<float*>(ptr(a.mean)), static_cast<float*>(ptr(a.rstd)), a.rows, a.cols, a.eps,
+                                    plan_row_launch(a.rows, a.cols), get(stream)),
+            "layer_norm kernel");
+  }
+  void layer_norm_backward(StreamId stream, const LayerNormBackwardArgs& a) override {
+    bind();
+    check_args(a);
+    enqueue(stream,
+            cuda::launch_layer_norm_backward(kernel_type(a.type), ptr(a.dx), ptr(a.dgamma), ptr(a.dbeta), ptr(a.dy), ptr(a.x),
+                                             ptr(a.gamma), static_cast<const float*>(ptr(a.mean)),
+                                             static_cast<const float*>(ptr(a.rstd)), a.rows, a.cols,
+                                             plan_row_launch(a.rows, a.cols), get(stream)),
+            "layer_norm_backward kernel");
   }
   void zero(StreamId stream, DeviceSpan span) override {
     enqueue(stream, cudaMemsetAsync(ptr(span), 0, span.bytes, get(stream)), "cudaMemsetAsync");
@@ -272,6 +366,8 @@ class CudaDevice final : public Device {
   ncclComm_t comm_;
   std::chrono::milliseconds timeout_;
   cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;  // outside the caching allocator (PyTorch's comes from it)
+  int sm_count_ = 1;
   std::vector<cudaStream_t> streams_;
   std::vector<core::StreamPoint> enqueued_;
   std::vector<std::deque<std::pair<core::StreamPoint, cudaEvent_t>>> pending_;
@@ -341,6 +437,14 @@ CudaDevice::CudaDevice(int rank, CudaDeviceGroup& group, ncclComm_t comm, const 
   }
   bind();
   check(cublasCreate(&cublas_), "cublasCreate");
+  // cuBLAS's recommended workspace: 32 MiB on Hopper, 4 MiB before (cuBLAS API reference,
+  // cublasSetWorkspace; PyTorch sizes its own so since pytorch/pytorch#120925).
+  int major = 0;
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, rank_), "cudaDeviceGetAttribute");
+  const std::size_t workspace_bytes = major >= 9 ? (32u << 20) : (4u << 20);
+  check(cudaMalloc(&cublas_workspace_, workspace_bytes), "cudaMalloc (cuBLAS workspace)");
+  check(cublasSetWorkspace(cublas_, cublas_workspace_, workspace_bytes), "cublasSetWorkspace");
+  check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, rank_), "cudaDeviceGetAttribute");
 }
 
 CudaDevice::~CudaDevice() {
@@ -354,6 +458,7 @@ CudaDevice::~CudaDevice() {
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
   for (cudaStream_t s : streams_) (void)cudaStreamDestroy(s);
   if (cublas_) cublasDestroy(cublas_);
+  if (cublas_workspace_) (void)cudaFree(cublas_workspace_);
 }
 
 int CudaDevice::world_size() const { return group_.world_size(); }

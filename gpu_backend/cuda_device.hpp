@@ -6,8 +6,9 @@
 //             stuck collective ends the wait instead of hanging it
 //   memory    core::CachingAllocator on cudaMalloc / cudaFree, stream-use tracked by events
 //   collectives  NCCL (ncclCommInitAll over the group's GPUs); a failure aborts every comm
-//   kernels   cuBLAS cublasGemmEx (bf16/fp16/fp32 in, fp32 accumulation) and the memory-bound
-//             kernels of cuda_kernels.cu
+//   kernels   cuBLAS cublasGemmEx / cublasGemmStridedBatchedEx (bf16/fp16/fp32 in, fp32
+//             accumulation, cuBLAS's recommended workspace) and the vectorised memory-bound,
+//             fused layer and multi-tensor Adam kernels (cuda_kernels.hpp)
 // Built only when CMake finds the CUDA toolkit and NCCL (gpu_backend/CMakeLists.txt).
 #include <chrono>
 #include <cstdint>

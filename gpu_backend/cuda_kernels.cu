@@ -1,94 +1,82 @@
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <cmath>
-
+// The element-wise passes of the CUDA device: grid-stride loops over 16-byte vectors when every
+// operand is aligned (launch.vector_width > 1), the tail (numel % width) one element per thread.
+#include "gpu_backend/cuda_element.cuh"
 #include "gpu_backend/cuda_kernels.hpp"
 
 namespace prefetchlab::gpu::cuda {
 namespace {
 
-template <class T> __device__ float load(const T* p, std::int64_t i);
-template <> __device__ float load<float>(const float* p, std::int64_t i) { return p[i]; }
-template <> __device__ float load<__nv_bfloat16>(const __nv_bfloat16* p, std::int64_t i) { return __bfloat162float(p[i]); }
-template <> __device__ float load<__half>(const __half* p, std::int64_t i) { return __half2float(p[i]); }
-template <class T> __device__ void store(T* p, std::int64_t i, float v);
-template <> __device__ void store<float>(float* p, std::int64_t i, float v) { p[i] = v; }
-template <> __device__ void store<__nv_bfloat16>(__nv_bfloat16* p, std::int64_t i, float v) { p[i] = __float2bfloat16(v); }
-template <> __device__ void store<__half>(__half* p, std::int64_t i, float v) { p[i] = __float2half(v); }
+template <KernelOp Op>
+__device__ __forceinline__ float apply(float d, float a, float b, float alpha) {
+  if constexpr (Op == KernelOp::kScale) return alpha * a;
+  if constexpr (Op == KernelOp::kMultiply) return a * b;
+  return d + alpha * a;  // kAxpy
+}
 
-template <class T>
-__global__ void elementwise_kernel(KernelOp op, T* dst, const T* a, const T* b, std::int64_t numel, float alpha) {
+template <class T, int N, KernelOp Op>
+__global__ void elementwise_kernel(T* dst, const T* a, const T* b, std::int64_t numel, float alpha) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel; i += stride) {
-    float v = 0;
-    switch (op) {
-      case KernelOp::kScale: v = alpha * load(a, i); break;
-      case KernelOp::kMultiply: v = load(a, i) * load(b, i); break;
-      case KernelOp::kAxpy: v = load(dst, i) + alpha * load(a, i); break;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t vectors = numel / N;
+  for (std::int64_t i = first; i < vectors; i += stride) {
+    Vec<T, N> va{}, vb{}, vd{};
+    if constexpr (Op != KernelOp::kMultiply) va = reinterpret_cast<const Vec<T, N>*>(a)[i];
+    if constexpr (Op == KernelOp::kMultiply) {
+      va = reinterpret_cast<const Vec<T, N>*>(a)[i];
+      vb = reinterpret_cast<const Vec<T, N>*>(b)[i];
     }
-    store(dst, i, v);
+    if constexpr (Op == KernelOp::kAxpy) vd = reinterpret_cast<const Vec<T, N>*>(dst)[i];
+    Vec<T, N> out;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      out.v[j] = from_float<T>(apply<Op>(to_float(vd.v[j]), to_float(va.v[j]), to_float(vb.v[j]), alpha));
+    }
+    reinterpret_cast<Vec<T, N>*>(dst)[i] = out;
+  }
+  for (std::int64_t i = vectors * N + first; i < numel; i += stride) {
+    const float d = Op == KernelOp::kAxpy ? to_float(dst[i]) : 0.0f;
+    const float vb = Op == KernelOp::kMultiply ? to_float(b[i]) : 0.0f;
+    dst[i] = from_float<T>(apply<Op>(d, to_float(a[i]), vb, alpha));
   }
 }
 
-template <class T>
-__global__ void adam_kernel(T* params, const T* grads, float* master, float* m, float* v, std::int64_t numel, float lr,
-                            float beta1, float beta2, float eps, float bias1, float bias2) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel; i += stride) {
-    const float g = load(grads, i);
-    m[i] = beta1 * m[i] + (1 - beta1) * g;
-    v[i] = beta2 * v[i] + (1 - beta2) * g * g;
-    master[i] -= lr * (m[i] / bias1) / (sqrtf(v[i] / bias2) + eps);
-    store(params, i, master[i]);
+template <class T, KernelOp Op>
+cudaError_t elementwise_op(void* dst, const void* a, const void* b, std::int64_t numel, float alpha,
+                           const ElementwiseLaunch& launch, cudaStream_t stream) {
+  constexpr int kWide = static_cast<int>(kVectorBytes / sizeof(T));
+  auto* d = static_cast<T*>(dst);
+  const auto* x = static_cast<const T*>(a);
+  const auto* y = static_cast<const T*>(b);
+  if (launch.vector_width == kWide) {
+    elementwise_kernel<T, kWide, Op><<<launch.blocks, launch.threads, 0, stream>>>(d, x, y, numel, alpha);
+  } else if (launch.vector_width == 1) {
+    elementwise_kernel<T, 1, Op><<<launch.blocks, launch.threads, 0, stream>>>(d, x, y, numel, alpha);
+  } else {
+    return cudaErrorInvalidValue;
   }
-}
-
-constexpr int kThreads = 256;
-unsigned blocks_for(std::int64_t numel) {
-  const std::int64_t b = (numel + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 65535 ? (b > 0 ? b : 1) : 65535);
+  return cudaGetLastError();
 }
 
 template <class T>
 cudaError_t elementwise_as(KernelOp op, void* dst, const void* a, const void* b, std::int64_t numel, float alpha,
-                           cudaStream_t stream) {
-  elementwise_kernel<T><<<blocks_for(numel), kThreads, 0, stream>>>(op, static_cast<T*>(dst), static_cast<const T*>(a),
-                                                                    static_cast<const T*>(b), numel, alpha);
-  return cudaGetLastError();
-}
-
-template <class T>
-cudaError_t adam_as(void* params, const void* grads, float* master, float* m, float* v, std::int64_t numel, float lr,
-                    float beta1, float beta2, float eps, std::int64_t step, cudaStream_t stream) {
-  const float bias1 = 1 - std::pow(beta1, static_cast<float>(step));
-  const float bias2 = 1 - std::pow(beta2, static_cast<float>(step));
-  adam_kernel<T><<<blocks_for(numel), kThreads, 0, stream>>>(static_cast<T*>(params), static_cast<const T*>(grads), master,
-                                                             m, v, numel, lr, beta1, beta2, eps, bias1, bias2);
-  return cudaGetLastError();
+                           const ElementwiseLaunch& launch, cudaStream_t stream) {
+  switch (op) {
+    case KernelOp::kScale: return elementwise_op<T, KernelOp::kScale>(dst, a, b, numel, alpha, launch, stream);
+    case KernelOp::kMultiply: return elementwise_op<T, KernelOp::kMultiply>(dst, a, b, numel, alpha, launch, stream);
+    case KernelOp::kAxpy: return elementwise_op<T, KernelOp::kAxpy>(dst, a, b, numel, alpha, launch, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace
 
 cudaError_t launch_elementwise(KernelOp op, KernelType type, void* dst, const void* a, const void* b,
-                               std::int64_t numel, float alpha, cudaStream_t stream) {
+                               std::int64_t numel, float alpha, const ElementwiseLaunch& launch, cudaStream_t stream) {
   if (numel <= 0) return cudaSuccess;
   switch (type) {
-    case KernelType::kBF16: return elementwise_as<__nv_bfloat16>(op, dst, a, b, numel, alpha, stream);
-    case KernelType::kFP16: return elementwise_as<__half>(op, dst, a, b, numel, alpha, stream);
-    case KernelType::kFP32: return elementwise_as<float>(op, dst, a, b, numel, alpha, stream);
-  }
-  return cudaErrorInvalidValue;
-}
-
-cudaError_t launch_adam(KernelType param_type, void* params, const void* grads, float* master, float* exp_avg,
-                        float* exp_avg_sq, std::int64_t numel, float lr, float beta1, float beta2, float eps,
-                        std::int64_t step, cudaStream_t stream) {
-  if (numel <= 0) return cudaSuccess;
-  switch (param_type) {
-    case KernelType::kBF16: return adam_as<__nv_bfloat16>(params, grads, master, exp_avg, exp_avg_sq, numel, lr, beta1, beta2, eps, step, stream);
-    case KernelType::kFP16: return adam_as<__half>(params, grads, master, exp_avg, exp_avg_sq, numel, lr, beta1, beta2, eps, step, stream);
-    case KernelType::kFP32: return adam_as<float>(params, grads, master, exp_avg, exp_avg_sq, numel, lr, beta1, beta2, eps, step, stream);
+    case KernelType::kBF16: return elementwise_as<__nv_bfloat16>(op, dst, a, b, numel, alpha, launch, stream);
+    case KernelType::kFP16: return elementwise_as<__half>(op, dst, a, b, numel, alpha, launch, stream);
+    case KernelType::kFP32: return elementwise_as<float>(op, dst, a, b, numel, alpha, launch, stream);
   }
   return cudaErrorInvalidValue;
 }

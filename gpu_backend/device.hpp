@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/memory/caching_allocator.hpp"
 #include "core/memory/memory_stats.hpp"
@@ -44,6 +45,9 @@ enum class ReduceOp { kSum, kMax };
 
 // C[m x n] = alpha * op(A) * op(B) + beta * C, row-major; op(X) = X or X^T. Leading dimensions
 // are row strides in elements. A, B and C share one element type; accumulation is in fp32.
+// batch_count > 1: that many independent GEMMs (attention's per-head products), matrix i of
+// each operand starting stride_x elements after matrix i-1 (cublasGemmStridedBatchedEx; a
+// stride of 0 reuses one matrix for every batch). gemm_plan.hpp checks the shapes.
 struct GemmArgs {
   std::int64_t m = 0, n = 0, k = 0;
   bool transpose_a = false, transpose_b = false;
@@ -51,6 +55,8 @@ struct GemmArgs {
   std::int64_t lda = 0, ldb = 0, ldc = 0;
   float alpha = 1.0f, beta = 0.0f;
   ElementType type = ElementType::kBF16;
+  std::int64_t batch_count = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
 // Memory-bound kernels: one pass over their operands (numel elements of `type`).
@@ -75,6 +81,44 @@ struct AdamArgs {
   ElementType param_type = ElementType::kBF16;
   float lr = 1e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
   std::int64_t step = 1;
+};
+
+// --- a transformer layer's fused memory-bound kernels (PyTorch eager runs each as one kernel;
+// row-major rows x cols operands in `type`, fp32 arithmetic) ---
+enum class Activation { kIdentity, kGeluTanh };  // kGeluTanh: GPT-2's gelu_new (tanh approximation)
+
+// dst = act(x + bias[col]) + residual: bias (cols elements) and residual (rows x cols) are
+// optional (an empty span skips them). dst may alias x or residual.
+struct BiasActivationArgs {
+  DeviceSpan dst, x, bias, residual;
+  std::int64_t rows = 0, cols = 0;
+  Activation activation = Activation::kGeluTanh;
+  ElementType type = ElementType::kBF16;
+};
+
+// dx = dy * act'(x + bias[col]) (the activation's backward; bias optional). dx may alias dy.
+struct BiasActivationBackwardArgs {
+  DeviceSpan dx, dy, x, bias;
+  std::int64_t rows = 0, cols = 0;
+  Activation activation = Activation::kGeluTanh;
+  ElementType type = ElementType::kBF16;
+};
+
+// LayerNorm over each row: y = (x - mean) * rstd * gamma + beta (gamma, beta: cols elements of
+// `type`); mean and rstd (rows fp32 each) are saved for the backward, as PyTorch does.
+struct LayerNormArgs {
+  DeviceSpan y, x, gamma, beta, mean, rstd;
+  std::int64_t rows = 0, cols = 0;
+  float eps = 1e-5f;
+  ElementType type = ElementType::kBF16;
+};
+
+// LayerNorm's backward from the saved mean and rstd: dx (rows x cols), and dgamma, dbeta (cols
+// elements of `type`: sums over the rows, overwritten).
+struct LayerNormBackwardArgs {
+  DeviceSpan dx, dgamma, dbeta, dy, x, gamma, mean, rstd;
+  std::int64_t rows = 0, cols = 0;
+  ElementType type = ElementType::kBF16;
 };
 
 class Device {
@@ -118,6 +162,11 @@ class Device {
   // memory goes; pinning does not move or change it.
   virtual void pin_host_memory(void* host, std::uint64_t bytes) = 0;
   virtual void unpin_host_memory(void* host) = 0;
+  // Page-locked host memory of the device's own (cudaHostAlloc, as PyTorch's pin_memory
+  // allocates it): what offloaded model states live in (host_state_buffer.hpp). nullptr when
+  // none can be had; give it back with free_pinned_host once no copy uses it.
+  virtual void* allocate_pinned_host(std::uint64_t bytes) = 0;
+  virtual void free_pinned_host(void* host) = 0;
 
   // --- collectives over the group's communicator: every rank must issue the same sequence
   // (kind, size, type), as with NCCL; a mismatch or a rank that never arrives fails the run ---
@@ -132,6 +181,15 @@ class Device {
   virtual void gemm(StreamId stream, const GemmArgs& args) = 0;
   virtual void elementwise(StreamId stream, const ElementwiseArgs& args) = 0;
   virtual void adam(StreamId stream, const AdamArgs& args) = 0;
+  // One Adam step over many tensors at once (apex's / PyTorch's fused multi-tensor Adam): every
+  // entry is one tensor's states; all share one param_type, lr, betas, eps and step
+  // (std::invalid_argument otherwise). The CUDA device runs them in few launches of fixed-size
+  // chunks (adam_chunk_plan.hpp).
+  virtual void multi_tensor_adam(StreamId stream, const std::vector<AdamArgs>& tensors) = 0;
+  virtual void bias_activation(StreamId stream, const BiasActivationArgs& args) = 0;
+  virtual void bias_activation_backward(StreamId stream, const BiasActivationBackwardArgs& args) = 0;
+  virtual void layer_norm(StreamId stream, const LayerNormArgs& args) = 0;
+  virtual void layer_norm_backward(StreamId stream, const LayerNormBackwardArgs& args) = 0;
   // Zero `span` (cudaMemsetAsync).
   virtual void zero(StreamId stream, DeviceSpan span) = 0;
 };

@@ -39,6 +39,12 @@ ExecutorGeometry geometry_of(const core::Scenario& scenario) {
     g.max_dim = std::max({g.max_dim, param.gemm_in, param.gemm_out});
     if (param.gemm_in <= 0) need = std::max(need, param.numel);  // element-wise gradient operand
   }
+  // Row strides of whole 16-byte groups (8 bf16 elements): cuBLAS's tensor-core kernels need
+  // 16-byte aligned leading dimensions (cuBLAS API reference, "Tensor Core Usage"; NVIDIA's
+  // Matrix Multiplication Background guide: dimensions in multiples of 8 for 16-bit types).
+  // GPT-2's vocabulary of 50,257 made every GEMM's leading dimension odd.
+  constexpr std::int64_t kRowAlignElements = 8;
+  g.max_dim = (g.max_dim + kRowAlignElements - 1) / kRowAlignElements * kRowAlignElements;
   need = std::max(need, g.tokens * g.max_dim);
   for (const auto& module : model.modules) {
     // The attention GEMMs (rank_executor.cpp, attention_gemms).

@@ -58,7 +58,7 @@ struct ExecutorOptions {
 // reads their leading in / out columns.
 struct ExecutorGeometry {
   std::int64_t tokens = 0;  // micro_batch x seq_len
-  std::int64_t max_dim = 0;
+  std::int64_t max_dim = 0;  // the widest GEMM dimension, rounded up to a multiple of 8 (row alignment)
   std::int64_t workspace_numel = 0;
   // The executor's own buffers, held all run on each rank and counted in its memory stats: the
   // input data, the upstream gradient and two kernel outputs, workspace_numel each. A model's

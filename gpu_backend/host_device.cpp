@@ -6,7 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "gpu_backend/fused_kernel_checks.hpp"
 #include "gpu_backend/host_kernels.hpp"
+#include "gpu_backend/host_layer_kernels.hpp"
 
 namespace prefetchlab::gpu {
 namespace {
@@ -230,7 +232,50 @@ void HostDevice::elementwise(StreamId id, const ElementwiseArgs& args) {
 
 void HostDevice::adam(StreamId id, const AdamArgs& args) {
   group_.failure_state().throw_if_failed();
+  check_args(std::vector<AdamArgs>{args});  // the CUDA device's checks, so CI sees what a GPU would refuse
   stream(id).push("adam over " + std::to_string(args.numel) + " elements", [args] { host::run_adam(args); });
+}
+
+void* HostDevice::allocate_pinned_host(std::uint64_t bytes) {
+  constexpr std::uint64_t kAlign = 64;
+  return std::aligned_alloc(kAlign, std::max<std::uint64_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign));
+}
+
+void HostDevice::free_pinned_host(void* host) { std::free(host); }
+
+void HostDevice::multi_tensor_adam(StreamId id, const std::vector<AdamArgs>& tensors) {
+  group_.failure_state().throw_if_failed();
+  check_args(tensors);  // at the call, as a CUDA launch would fail
+  stream(id).push("multi-tensor adam over " + std::to_string(tensors.size()) + " tensors",
+                  [tensors] { host::run_multi_tensor_adam(tensors); });
+}
+
+void HostDevice::bias_activation(StreamId id, const BiasActivationArgs& args) {
+  group_.failure_state().throw_if_failed();
+  check_args(args);
+  stream(id).push("bias_activation " + std::to_string(args.rows) + "x" + std::to_string(args.cols),
+                  [args] { host::run_bias_activation(args); });
+}
+
+void HostDevice::bias_activation_backward(StreamId id, const BiasActivationBackwardArgs& args) {
+  group_.failure_state().throw_if_failed();
+  check_args(args);
+  stream(id).push("bias_activation_backward " + std::to_string(args.rows) + "x" + std::to_string(args.cols),
+                  [args] { host::run_bias_activation_backward(args); });
+}
+
+void HostDevice::layer_norm(StreamId id, const LayerNormArgs& args) {
+  group_.failure_state().throw_if_failed();
+  check_args(args);
+  stream(id).push("layer_norm " + std::to_string(args.rows) + "x" + std::to_string(args.cols),
+                  [args] { host::run_layer_norm(args); });
+}
+
+void HostDevice::layer_norm_backward(StreamId id, const LayerNormBackwardArgs& args) {
+  group_.failure_state().throw_if_failed();
+  check_args(args);
+  stream(id).push("layer_norm_backward " + std::to_string(args.rows) + "x" + std::to_string(args.cols),
+                  [args] { host::run_layer_norm_backward(args); });
 }
 
 void HostDevice::zero(StreamId id, DeviceSpan span) {

@@ -6,7 +6,8 @@
 //   events    completion markers stamped with steady_clock when the stream reaches them
 //   memory    real host memory under core::CachingAllocator, with a device capacity
 //   collectives  a rendezvous per collective (gpu_backend/rendezvous.hpp), with a timeout
-//   kernels   real Eigen GEMMs (fp32, or bf16 emulated) and memory passes
+//   kernels   real Eigen GEMMs (fp32, or bf16 emulated; batched ones one by one), memory passes,
+//             the fused layer kernels and chunked multi-tensor Adam (host_layer_kernels.hpp)
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -90,6 +91,9 @@ class HostDevice final : public Device {
   // Device memory is host memory here: nothing to pin.
   void pin_host_memory(void*, std::uint64_t) override {}
   void unpin_host_memory(void*) override {}
+  // Plain aligned host memory (there is no copy engine to page-lock it for).
+  void* allocate_pinned_host(std::uint64_t bytes) override;
+  void free_pinned_host(void* host) override;
 
   void all_gather(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type) override;
   void reduce_scatter(StreamId stream, DeviceSpan send, DeviceSpan recv, ElementType type, ReduceOp op) override;
@@ -98,6 +102,11 @@ class HostDevice final : public Device {
   void gemm(StreamId stream, const GemmArgs& args) override;
   void elementwise(StreamId stream, const ElementwiseArgs& args) override;
   void adam(StreamId stream, const AdamArgs& args) override;
+  void multi_tensor_adam(StreamId stream, const std::vector<AdamArgs>& tensors) override;
+  void bias_activation(StreamId stream, const BiasActivationArgs& args) override;
+  void bias_activation_backward(StreamId stream, const BiasActivationBackwardArgs& args) override;
+  void layer_norm(StreamId stream, const LayerNormArgs& args) override;
+  void layer_norm_backward(StreamId stream, const LayerNormBackwardArgs& args) override;
   void zero(StreamId stream, DeviceSpan span) override;
 
  private:

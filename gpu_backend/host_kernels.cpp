@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gpu_backend/bf16.hpp"
+#include "gpu_backend/gemm_plan.hpp"
 
 namespace prefetchlab::gpu::host {
 namespace {
@@ -67,11 +68,17 @@ void store_f64(void* p, std::int64_t i, double v) { static_cast<double*>(p)[i] =
 
 }  // namespace
 
-void run_gemm(const GemmArgs& g) {
-  require_supported(g.type);
-  if (g.type != ElementType::kBF16 && g.type != ElementType::kFP32) {
-    throw std::invalid_argument(std::string("gemm in ") + element_type_name(g.type) + " is not supported");
+void run_gemm(const GemmArgs& batched) {
+  require_supported(batched.type);
+  if (batched.type != ElementType::kBF16 && batched.type != ElementType::kFP32) {
+    throw std::invalid_argument(std::string("gemm in ") + element_type_name(batched.type) + " is not supported");
   }
+  check_gemm(batched);
+  if (batched.batch_count > 1) {
+    for (std::int64_t i = 0; i < batched.batch_count; ++i) run_gemm(gemm_batch(batched, i));
+    return;
+  }
+  const GemmArgs& g = batched;
   // op(A) is m x k: A itself is k x m when transposed.
   RowMatrix a = g.transpose_a ? load_matrix(g.type, g.a, g.k, g.m, g.lda) : load_matrix(g.type, g.a, g.m, g.k, g.lda);
   RowMatrix b = g.transpose_b ? load_matrix(g.type, g.b, g.n, g.k, g.ldb) : load_matrix(g.type, g.b, g.k, g.n, g.ldb);

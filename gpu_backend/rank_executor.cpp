@@ -93,22 +93,9 @@ std::string RankExecutor::current_operation() const {
   return out.str();
 }
 
-RankExecutor::~RankExecutor() {
-  // Nothing reads the host states any more: every stream finished (or the run failed).
-  for (void* host : pinned_) {
-    try {
-      device_.unpin_host_memory(host);
-    } catch (const std::exception&) {
-      // A failed device: the memory goes with the process's context anyway.
-    }
-  }
-}
-
-void RankExecutor::pin(std::vector<std::byte>& host) {
-  if (host.empty()) return;
-  device_.pin_host_memory(host.data(), host.size());
-  pinned_.push_back(host.data());
-}
+// The host state buffers free themselves: nothing reads them any more, every stream finished
+// (or the run failed).
+RankExecutor::~RankExecutor() = default;
 
 std::int64_t RankExecutor::host_now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - host_epoch_).count();
@@ -236,20 +223,18 @@ void RankExecutor::upload_initial_state() {
   const std::vector<double> master = decode(type_, staged_shards_);
   host_master_.assign(master.begin(), master.end());
   if (offload_param_) {
-    host_shards_ = std::move(staged_shards_);
-    if (scenario_.zero.offload_param.pin_memory) pin(host_shards_);
+    host_shards_ = HostStateBuffer(device_, staged_shards_.size(), scenario_.zero.offload_param.pin_memory);
+    if (!staged_shards_.empty()) std::memcpy(host_shards_.data(), staged_shards_.data(), staged_shards_.size());
   } else {
     device_.copy_host_to_device(compute_, shards_->span, staged_shards_.data());
   }
   if (offload_optimizer_) {
     host_exp_avg_.assign(static_cast<std::size_t>(shard_numel_), 0.0f);
     host_exp_avg_sq_.assign(static_cast<std::size_t>(shard_numel_), 0.0f);
-    host_grad_partition_.assign(static_cast<std::size_t>(shard_numel_ * element_bytes_), std::byte{0});
-    if (!offload_param_) host_updated_params_.assign(static_cast<std::size_t>(shard_numel_ * element_bytes_), std::byte{0});
-    if (scenario_.zero.offload_optimizer.pin_memory) {
-      pin(host_grad_partition_);
-      pin(host_updated_params_);
-    }
+    const bool pinned = scenario_.zero.offload_optimizer.pin_memory;
+    const auto bytes = static_cast<std::uint64_t>(shard_numel_ * element_bytes_);
+    host_grad_partition_ = HostStateBuffer(device_, bytes, pinned);
+    if (!offload_param_) host_updated_params_ = HostStateBuffer(device_, bytes, pinned);
   } else {
     device_.copy_host_to_device(compute_, master_->span, host_master_.data());
     device_.zero(compute_, exp_avg_->span);
@@ -642,28 +627,32 @@ void RankExecutor::module_backward_work(int module) {
 }
 
 // The s^2 part of a module's FLOPs (the attention core: QK^T and AV) as GEMMs of the same FLOP
-// count: scores[b*s x s] = Q[b*s x K] . K^T, then out[b*s x K] = scores . V, K = per-position
-// FLOPs / 4. `passes` = 1 forward, 2 backward.
+// count, one strided-batched GEMM per product with one batch per sequence of the micro-batch
+// (cublasGemmStridedBatchedEx on the CUDA device): scores[s x s] = Q[s x K] . K^T, then
+// out[s x K] = scores . V, K = per-position FLOPs / 4 (heads merged into K, so the scores fit
+// the same workspace). `passes` = 1 forward, 2 backward.
 void RankExecutor::attention_gemms(int module, int passes) {
   const auto& spec = model_.modules[static_cast<std::size_t>(module)];
   const std::int64_t per_position = spec.forward_flops.per_token_per_position;
   if (per_position <= 0) return;
-  const std::int64_t m = geometry_.tokens;
-  const std::int64_t n = scenario_.training.seq_len;
+  const std::int64_t s = scenario_.training.seq_len;
   const std::int64_t k = std::max<std::int64_t>(1, per_position / 4);
+  const std::int64_t sequences = geometry_.tokens / s;
   for (int pass = 0; pass < passes; ++pass) {
     GemmArgs scores;
-    scores.m = m, scores.n = n, scores.k = k;
-    scores.a = input_->span, scores.lda = k;
-    scores.b = upstream_->span, scores.ldb = k, scores.transpose_b = true;
-    scores.c = scratch_a_->span, scores.ldc = n;
+    scores.m = s, scores.n = s, scores.k = k;
+    scores.a = input_->span, scores.lda = k, scores.stride_a = s * k;
+    scores.b = upstream_->span, scores.ldb = k, scores.stride_b = s * k, scores.transpose_b = true;
+    scores.c = scratch_a_->span, scores.ldc = s, scores.stride_c = s * s;
+    scores.batch_count = sequences;
     scores.type = type_;
     device_.gemm(compute_, scores);
     GemmArgs out;
-    out.m = m, out.n = k, out.k = n;
-    out.a = scratch_a_->span, out.lda = n;
-    out.b = input_->span, out.ldb = k;
-    out.c = scratch_b_->span, out.ldc = k;
+    out.m = s, out.n = k, out.k = s;
+    out.a = scratch_a_->span, out.lda = s, out.stride_a = s * s;
+    out.b = input_->span, out.ldb = k, out.stride_b = s * k;
+    out.c = scratch_b_->span, out.ldc = k, out.stride_c = s * k;
+    out.batch_count = sequences;
     out.type = type_;
     device_.gemm(compute_, out);
   }
@@ -1101,7 +1090,7 @@ void RankExecutor::cpu_adam() {
   auto host_span = [](void* host, std::int64_t bytes) {
     return DeviceSpan{reinterpret_cast<core::DeviceAddress>(host), static_cast<std::uint64_t>(bytes)};
   };
-  std::vector<std::byte>& out = offload_param_ ? host_shards_ : host_updated_params_;
+  HostStateBuffer& out = offload_param_ ? host_shards_ : host_updated_params_;
   doing_ = "CPU Adam";
   host::run_adam(adam_args(host_span(out.data(), shard_numel_ * element_bytes_),
                            host_span(host_grad_partition_.data(), shard_numel_ * element_bytes_),

@@ -18,6 +18,7 @@
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/skipped_modules.hpp"
 #include "gpu_backend/executor.hpp"
+#include "gpu_backend/host_state_buffer.hpp"
 
 namespace prefetchlab::gpu {
 
@@ -153,7 +154,6 @@ class RankExecutor final : public RankInspector {
   DeviceSpan param_data(int param) const;
   DeviceSpan shard_span(int param) const;
   const std::byte* host_shard(int param) const;
-  void pin(std::vector<std::byte>& host);
   DeviceSpan ws(const DeviceBuffer& buffer, std::int64_t numel) const;
 
   // Device helpers.
@@ -200,15 +200,15 @@ class RankExecutor final : public RankInspector {
   std::optional<DeviceBuffer> shards_, master_, exp_avg_, exp_avg_sq_, grad_partition_, ipg_;
   std::optional<DeviceBuffer> input_, upstream_, scratch_a_, scratch_b_;
   std::vector<float> host_master_;  // source of the master upload (kept until setup sync)
-  // Offloaded model states (zero.offload_param / offload_optimizer, device cpu), pinned when the
-  // section's pin_memory says so (pageable copies are synchronous on CUDA): the
+  // Offloaded model states (zero.offload_param / offload_optimizer, device cpu), in pinned
+  // memory from cudaHostAlloc when the section's pin_memory says so (pageable copies are
+  // synchronous on CUDA; host_state_buffer.hpp): the
   // 16-bit shards the fetches copy up; the reduced gradient partition copied down after each
   // flush; CPU Adam's fp32 master (host_master_) and moments, and its 16-bit output copied up
   // to the device shards when those stay on the device.
   bool offload_param_ = false, offload_optimizer_ = false;
-  std::vector<std::byte> host_shards_, host_grad_partition_, host_updated_params_;
+  HostStateBuffer host_shards_, host_grad_partition_, host_updated_params_;
   std::vector<float> host_exp_avg_, host_exp_avg_sq_;
-  std::vector<void*> pinned_;
   std::int64_t optimizer_steps_ = 0;
 
   // Gathered parameters.

@@ -688,3 +688,51 @@ TEST(Executor, RankDivergentControlFlowIsACollectiveMismatch) {
   EXPECT_EQ(real.status, pc::RunStatus::kCollectiveMismatch) << real.message;
   EXPECT_EQ(prefetchlab::sim::World(s, false).run().status, pc::RunStatus::kCollectiveMismatch);
 }
+
+// The workspaces' row stride is a whole number of 16-byte groups, so cuBLAS can run every GEMM
+// on its tensor-core kernels: GPT-2's 50,257-token vocabulary would otherwise make each GEMM's
+// leading dimension odd.
+TEST(Executor, WorkspaceRowsAreSixteenByteAlignedForTensorCoreGemms) {
+  const pc::Scenario s = pc::load_scenario(std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/gpt2-medium-4-nodes.yaml",
+                                           {"cluster.nodes=1", "cluster.gpus_per_node=1", "output.trace=false"},
+                                           pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR));
+  pg::HostDeviceGroup group(device_options(s));
+  const pg::ExecutorGeometry g = pg::Executor(s, group).geometry();
+  EXPECT_EQ(g.max_dim, 50264);  // 50,257 rounded up to a multiple of 8
+  EXPECT_EQ(g.max_dim * pg::element_bytes(pg::ElementType::kBF16) % 16, 0);
+  EXPECT_GE(g.workspace_numel, g.tokens * g.max_dim);
+  // A model whose widest dimension is already aligned keeps it (the tiny Llama: vocabulary 4096).
+  EXPECT_EQ(pg::Executor(host_scenario(1), group).geometry().max_dim, 4096);
+}
+
+namespace {
+
+// Counts the GEMMs by batch count (the attention core's are batched per sequence).
+class GemmCountingDevice : public pt::ForwardingDevice {
+ public:
+  using ForwardingDevice::ForwardingDevice;
+  void gemm(pg::StreamId s, const pg::GemmArgs& g) override {
+    ++by_batch[g.batch_count];
+    ForwardingDevice::gemm(s, g);
+  }
+  std::map<std::int64_t, int> by_batch;
+};
+
+}  // namespace
+
+// With 2 sequences per micro-batch, each attention module's QK^T and AV products are strided-
+// batched GEMMs of one batch per sequence: 2 forward, 4 backward per iteration.
+TEST(Executor, AttentionCoreRunsAsBatchedGemmsOnePerSequence) {
+  const pc::Scenario s = host_scenario(1, {"training.micro_batch=2", "training.iterations=2"});
+  int attention_modules = 0;
+  for (const auto& module : s.model.modules) attention_modules += module.forward_flops.per_token_per_position > 0;
+  ASSERT_GT(attention_modules, 0);
+  pg::HostDeviceGroup inner(device_options(s));
+  pt::WrappingGroup<GemmCountingDevice> group(inner, [](pg::Device& d) { return std::make_unique<GemmCountingDevice>(d); });
+  const pg::ExecutorResult result = pg::Executor(s, group).run();
+  ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
+  const auto& counts = group.wrapped(0).by_batch;
+  EXPECT_EQ(counts.count(2) ? counts.at(2) : 0, 2 * 6 * attention_modules);
+  EXPECT_GT(counts.count(1) ? counts.at(1) : 0, 0);  // the Linear layers' GEMMs
+  EXPECT_EQ(counts.size(), 2u);
+}

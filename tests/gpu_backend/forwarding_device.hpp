@@ -34,6 +34,8 @@ class ForwardingDevice : public gpu::Device {
   }
   void pin_host_memory(void* h, std::uint64_t bytes) override { inner_.pin_host_memory(h, bytes); }
   void unpin_host_memory(void* h) override { inner_.unpin_host_memory(h); }
+  void* allocate_pinned_host(std::uint64_t bytes) override { return inner_.allocate_pinned_host(bytes); }
+  void free_pinned_host(void* h) override { inner_.free_pinned_host(h); }
   void all_gather(gpu::StreamId s, gpu::DeviceSpan send, gpu::DeviceSpan recv, gpu::ElementType t) override {
     inner_.all_gather(s, send, recv, t);
   }
@@ -47,6 +49,13 @@ class ForwardingDevice : public gpu::Device {
   void gemm(gpu::StreamId s, const gpu::GemmArgs& a) override { inner_.gemm(s, a); }
   void elementwise(gpu::StreamId s, const gpu::ElementwiseArgs& a) override { inner_.elementwise(s, a); }
   void adam(gpu::StreamId s, const gpu::AdamArgs& a) override { inner_.adam(s, a); }
+  void multi_tensor_adam(gpu::StreamId s, const std::vector<gpu::AdamArgs>& t) override { inner_.multi_tensor_adam(s, t); }
+  void bias_activation(gpu::StreamId s, const gpu::BiasActivationArgs& a) override { inner_.bias_activation(s, a); }
+  void bias_activation_backward(gpu::StreamId s, const gpu::BiasActivationBackwardArgs& a) override {
+    inner_.bias_activation_backward(s, a);
+  }
+  void layer_norm(gpu::StreamId s, const gpu::LayerNormArgs& a) override { inner_.layer_norm(s, a); }
+  void layer_norm_backward(gpu::StreamId s, const gpu::LayerNormBackwardArgs& a) override { inner_.layer_norm_backward(s, a); }
   void zero(gpu::StreamId s, gpu::DeviceSpan d) override { inner_.zero(s, d); }
 
  protected:
