@@ -8,7 +8,8 @@
 #   calibrate-default       calibrate --backend cuda at the default 7B-class shapes
 #   validate-tiny-offload   validate scenarios/host/tiny-llama-offload-1gpu.yaml on one GPU
 #   validate-gpt2-medium    validate scenarios/gpu/gpt2-medium-offload-1gpu.yaml on one GPU
-#   executor-speed          (issue 20 item 2: the executor speed script, wired by the lead)
+#   executor-speed          the executor's forward + backward and Adam step against PyTorch's
+#   torch-layers            PyTorch's own layers timed part by part (bench/layers/)
 #   calibrate-2gpu, validate-2gpu   only with 2+ GPUs
 #   allocator-compare       torch.cuda's caching allocator against core's (torch_allocator_compare.py)
 # Everything small lands in OUTDIR (default $OUT): one log per step, the profiles and validate
@@ -164,7 +165,7 @@ if ((skip_build == 0)); then
     log "configure only: done in ${SECONDS}s; summary in $summary"
     exit $failed
   fi
-  step build 300 cmake --build "$build" -j "$(nproc)" --target prefetchlab prefetchlab_tests
+  step build 300 cmake --build "$build" -j "$(nproc)" --target prefetchlab prefetchlab_tests prefetchlab_executor_speed
 fi
 step cuda-tests 60 "$tests" --gtest_filter='Cuda*'
 # Calibrate at the shapes of the GPT-2 medium scenario (M = 4 x 1024 tokens) and at the default
@@ -182,11 +183,16 @@ step validate-tiny-offload 60 "$cli" validate scenarios/host/tiny-llama-offload-
 # shellcheck disable=SC2046
 step validate-gpt2-medium 120 "$cli" validate scenarios/gpu/gpt2-medium-offload-1gpu.yaml --backend cuda \
   $(hardware_of "$out/cuda-gpt2-medium.yaml") -o "$out/validate-gpt2-medium"
-# >>> issue 20 item 2: the executor speed script (GPT-2 medium and large, micro batch 4, seq 1024:
-# forward + backward and the Adam step against PyTorch's) is called here, e.g.
-#   step executor-speed 120 <its command> --out "$out/executor-speed"
-# The lead wires it; until then the summary says so. <<<
-not_wired executor-speed "issue 20 item 2's executor speed script is not wired in yet"
+# The executor's own speed (GPT-2 medium and large, micro batch 4, seq 1024, one GPU): forward +
+# backward and the Adam step beside PyTorch's figures, as ratios (gpu_backend/executor_speed.cpp).
+step executor-speed 150 "$build/gpu_backend/prefetchlab_executor_speed"
+# PyTorch's own layers split by part (GEMMs, attention per backend, synchronised and pipelined
+# timing): what the compute model's layer checks rest on (bench/layers/torch_layer_timings.py).
+if [[ -n $py ]]; then
+  step torch-layers 120 "$py" bench/layers/torch_layer_timings.py "$out/torch-layers.csv"
+else
+  not_wired torch-layers "no python3 on this machine"
+fi
 if ((gpus >= 2)); then
   step calibrate-2gpu 60 "$cli" calibrate --backend cuda --ranks 2 --base "$base" -o "$out/cuda-2gpu.yaml"
   # shellcheck disable=SC2046

@@ -84,7 +84,7 @@ steps() {
   local build=$1 rc=0 s
   "$repo/gpu_backend/gpu-check.sh" --dry-run "$tmp/dry" > /dev/null || fail "--dry-run exited non-zero"
   for s in configure build cuda-tests calibrate-gpt2-medium calibrate-default validate-tiny-offload validate-gpt2-medium \
-           executor-speed allocator-compare; do
+           executor-speed torch-layers allocator-compare; do
     [[ -n $(step_rc "$tmp/dry/summary.tsv" "$s") ]] || fail "--dry-run lists no step $s"
   done
   # Every scenario the check validates or calibrates at is bundled.
