@@ -64,7 +64,7 @@ for job in "${jobs_wanted[@]}"; do
       "$root/tsan/tests/prefetchlab_threaded_tests" --gtest_brief=1 --gtest_filter="$tsan_filter"
       ;;
     fuzz)
-      # One harness per core at a time: 7 harnesses x 30 s in about 2 minutes on 2 cores.
+      # One harness per core at a time: 8 harnesses x 30 s in about 2 minutes on 2 cores.
       FUZZ_JOBS=${FUZZ_JOBS:-$jobs} tests/fuzz/run.sh "$root/asan" "${FUZZ_SECONDS:-30}"
       ;;
     *)

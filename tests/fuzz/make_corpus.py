@@ -13,6 +13,7 @@ are added (the repository bundles neither). Existing seeds are overwritten, othe
 import argparse
 import hashlib
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -110,6 +111,44 @@ def seed_allocator(out):
         add(out, "allocator_sequence", path.read_bytes()[:20000])
 
 
+# A hand-written trace of each metadata generation: a step, an NCCL kernel with the new collective
+# arguments, a torch-level call with the old sizes-only form, a memory event; two ranks.
+MINIMAL_TRACE = (
+    '{"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": %d, "world_size": 2}, "traceEvents": ['
+    '{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 900},'
+    '{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 10, "dur": 30,'
+    ' "args": {"Collective name": "_allgather_base", "In msg nelems": 1024, "Out msg nelems": 2048,'
+    ' "Group size": 2, "dtype": "BFloat16", "Process Group Name": "0", "Seq": 1}},'
+    '{"ph": "X", "cat": "cpu_op", "name": "c10d::allgather_", "pid": 1, "tid": 1, "ts": 50, "dur": 20,'
+    ' "args": {"Input Dims": [[1024]]}},'
+    '{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",'
+    ' "pid": 0, "tid": 7, "ts": %d, "dur": 40, "args": {"device": 0, "stream": 7, "Collective name": "allgather",'
+    ' "In msg nelems": 1024, "Out msg nelems": 2048, "Group size": 2, "dtype": "BFloat16",'
+    ' "Process Group Name": "0", "Seq": 1}},'
+    '{"ph": "X", "cat": "kernel", "name": "ampere_bf16_s16816gemm_bf16_128x128", "pid": 0, "tid": 7,'
+    ' "ts": 200, "dur": 300, "args": {"device": 0, "stream": 7}},'
+    '{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 60,'
+    ' "args": {"Total Allocated": 4096, "Total Reserved": 8192, "Bytes": 4096, "Device Id": 0}}]}')
+
+
+def seed_kineto(out, cli):
+    add(out, "kineto_trace", (MINIMAL_TRACE % (0, 100)) + "\0" + (MINIMAL_TRACE % (1, 110)))
+    add(out, "kineto_trace", MINIMAL_TRACE % (0, 100))
+    if cli:
+        # A simulated run written as torch.profiler writes it, cut to each rank's first events.
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([cli, "run", str(ROOT / "scenarios/tiny-llama-2x-h100.yaml"), "--set",
+                            "training.iterations=2", "--set", "training.warmup_iterations=0", "--set",
+                            "output.trace=false", "--no-expect", "-o", tmp, "--kineto-trace",
+                            str(Path(tmp) / "kineto")], check=True, stdout=subprocess.DEVNULL)
+            ranks = []
+            for path in sorted((Path(tmp) / "kineto").iterdir()):
+                doc = json.loads(path.read_text())
+                doc["traceEvents"] = doc["traceEvents"][:40]
+                ranks.append(json.dumps(doc))
+            add(out, "kineto_trace", "\0".join(ranks[:2]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path)
@@ -122,6 +161,7 @@ def main():
     seed_nccl(args.out, args.cli)
     seed_sweep(args.out)
     seed_allocator(args.out)
+    seed_kineto(args.out, args.cli)
     for folder in sorted(args.out.iterdir()):
         print("%s: %d seeds" % (folder.name, len(list(folder.iterdir()))))
 

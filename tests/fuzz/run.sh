@@ -15,7 +15,7 @@ seconds=${2:?usage: tests/fuzz/run.sh BUILD_DIR SECONDS [HARNESS...]}
 shift 2
 harnesses=("$@")
 ((${#harnesses[@]})) || harnesses=(scenario_yaml model_hardware_yaml ds_config_json samples_csv nccl_tests_log
-                                   sweep_files allocator_sequence)
+                                   sweep_files allocator_sequence kineto_trace)
 work=$build/fuzz
 mkdir -p "$work/artifacts" "$work/logs"
 PYTHONDONTWRITEBYTECODE=1 python3 tests/fuzz/make_corpus.py "$work/corpus" ${FUZZ_CLI:+--cli "$FUZZ_CLI"} >/dev/null
