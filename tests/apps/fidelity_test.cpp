@@ -345,12 +345,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "source: \"https://example.org\"\nkind: host\nhost:\n  hardware: h100-sxm-8x\n  call: all_gather\n"
                 "  ranks: 8\n  bytes_per_rank: 4KiB\n  dtype: bfloat16\n  timing: overlapped\n"
                 "metric: host_us_per_call\nreal: 100\nunit: us\ntolerance: 0.25\n",
-                "bad.yaml:9", "host.timing", "pipelined"},
+                "bad.yaml:9", "host.timing", ""},
         BadCase{"host_replaced_key",
                 "source: \"https://example.org\"\nkind: host\nhost:\n  hardware: h100-sxm-8x\n  call: all_gather\n"
                 "  ranks: 8\n  bytes_per_rank: 4KiB\n  dtype: bfloat16\n  includes_device_time: true\n"
                 "metric: host_us_per_call\nreal: 100\nunit: us\ntolerance: 0.25\n",
-                "bad.yaml:9", "host.includes_device_time", "timing"},
+                "bad.yaml:9", "host.includes_device_time", ""},
         BadCase{"yaml_syntax", collective_case({{6, "  ranks: [8"}}), "bad.yaml:", "", ""}),
     [](const ::testing::TestParamInfo<BadCase>& param_info) { return param_info.param.name; });
 

@@ -703,9 +703,13 @@ TEST(CollectiveFit, EndToEndBandwidthIsTheFallbackWhereTheLargestSizesLookFlat) 
 // --- Compute: GEMM efficiency by shape ----------------------------------------------------
 
 TEST(ComputeModelShape, ReproducesTheH100MatmulSweep) {
-  // zzc0721/torch-performance-test-data #79: 176.6 / 676.6 / 788.7 / 797.5 TFLOPS.
+  // zzc0721/torch-performance-test-data #79: 176.6 / 676.6 / 788.7 / 797.5 TFLOPS, a sweep's best
+  // times like MAMF's. The curve's shape is checked against it at MAMF's own rate (the default
+  // runs a model's GEMMs at 0.944 of MAMF: core/hardware/calibration.cpp).
   const auto p = profile("h100-sxm-8x");
-  const ps::ComputeModel m(p, p.calibration, pc::DType::kBF16);
+  pc::CalibrationConstants at_mamf = p.calibration;
+  at_mamf.gemm_efficiency = 0.803;  // MAMF (stas00/ml-engineering compute/accelerator/README.md)
+  const ps::ComputeModel m(p, at_mamf, pc::DType::kBF16);
   const std::vector<std::pair<std::int64_t, double>> sweep{{1024, 176.6}, {2048, 676.6}, {4096, 788.7}, {8192, 797.5}};
   for (const auto& [n, tflops] : sweep) {
     const double t = static_cast<double>(m.gemm_ns(n, n, n)) * 1e-9;
