@@ -8,6 +8,7 @@
 #include "core/hardware/calibration.hpp"
 #include "core/input/closest_match.hpp"
 #include "core/hardware/hardware_profile.hpp"
+#include "core/model/hf_config.hpp"
 #include "core/model/model_config.hpp"
 #include "core/input/yaml_overrides.hpp"
 
@@ -185,6 +186,22 @@ std::vector<DivergenceConfig> load_divergence(const YamlSection& top, const Mode
   return out;
 }
 
+// The config.json path `model:` names (relative to the scenario), or empty for a model YAML.
+std::filesystem::path hf_model_path(const YamlSection& top) {
+  const std::string value = top.require_string("model");
+  if (!looks_like_path(value)) return {};
+  std::filesystem::path path(value);
+  if (path.is_relative()) path = std::filesystem::path(top.source()->file).parent_path() / path;
+  if (!is_hf_config_reference(path)) return {};
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::is_directory(path, ec) ? path / "config.json" : path;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    top.fail("model", "config.json '" + file.string() + "' not found",
+             "a bundled model name, a model YAML, or a Hugging Face config.json (or its folder)");
+  }
+  return path;
+}
+
 }  // namespace
 
 BundledData BundledData::from_root(const std::filesystem::path& root) {
@@ -242,12 +259,17 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
 
   // Model first: training checks seq_len against its positions, zero "auto" needs its width.
   scenario.model_ref = top.require_string("model");
-  const auto model_path = resolve_bundled_file(top, "model", bundled.models_dir, "model");
   const YamlSection training_section = top.section("training");
   const DType dtype = training_section.get_enum<DType>(
       "dtype", DType::kBF16, {{"bf16", DType::kBF16}, {"fp16", DType::kFP16}, {"fp32", DType::kFP32}});
   const AttentionImpl attention = read_attention(training_section);
-  scenario.model = load_model_file(model_path, dtype, attention);
+  if (const auto hf_path = hf_model_path(top); !hf_path.empty()) {
+    // A Hugging Face config.json (or a folder holding one); errors name the JSON file.
+    scenario.model = load_hf_config(hf_path, dtype, attention, &scenario.notes);
+  } else {
+    const auto model_path = resolve_bundled_file(top, "model", bundled.models_dir, "model");
+    scenario.model = load_model_file(model_path, dtype, attention);
+  }
   if (attention == AttentionImpl::kFlash && dtype == DType::kFP32) {
     training_section.fail("attention", "is flash, but flash-attn runs only fp16 and bf16",
                           "attention: sdpa or eager with dtype fp32, or dtype bf16");
