@@ -46,7 +46,9 @@ constexpr DecoderFamily kDecoderFamilies[] = {
     {"mixtral", "Mixtral", false}, {"qwen2_moe", "Qwen2Moe", false}};
 
 // A key present with a non-null value.
+// Marks it known either way, so a misspelling of an optional key is suggested its right name.
 bool present(const YamlSection& root, std::string_view key) {
+  root.mark_known(key);
   if (!root.has(key)) return false;
   return !root.raw(key).IsNull();
 }

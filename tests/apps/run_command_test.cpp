@@ -256,3 +256,26 @@ TEST(RunCommand, AllocatorCacheFlushesAreCountedAndWarned) {
   EXPECT_EQ(nlohmann::json::parse(read_file(free_run.path() / "summary.json"))["num_alloc_retries"], 0);
   EXPECT_EQ(plain.output.find("warning: the caching allocator"), std::string::npos) << plain.output;
 }
+
+// Each bundled Hugging Face config runs on a cluster that holds it (two short iterations).
+TEST(RunCommand, EveryBundledHfConfigRunsOnAClusterThatFitsIt) {
+  const fs::path hf_dir = fs::path(PREFETCHLAB_SOURCE_DIR) / "models" / "hf";
+  std::vector<fs::path> configs;
+  for (const auto& entry : fs::directory_iterator(hf_dir)) configs.push_back(entry.path());
+  std::sort(configs.begin(), configs.end());
+  ASSERT_GE(configs.size(), 10u);
+  for (const auto& config : configs) {
+    // Mixtral-8x7B's 46.7B parameters need 16 GPUs of 80 GiB for their optimizer states.
+    const bool large = config.stem() == "mixtral-8x7b-v0.1";
+    TempDir out("hf");
+    const fs::path scenario = out.path() / "scenario.yaml";
+    std::ofstream(scenario) << "model: " << config.string() << "\n"
+                            << "training: {micro_batch: 1, seq_len: 128, iterations: 2, warmup_iterations: 1}\n"
+                            << "cluster: {hardware: " << (large ? "h100-sxm-cluster, nodes: 2" : "h100-sxm-8x")
+                            << ", gpus_per_node: 8}\n";
+    const auto result = run_cli("run " + scenario.string() + " -o " + out.path().string() + " --set output.trace=false");
+    ASSERT_EQ(result.exit_code, 0) << config << "\n" << result.output;
+    const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+    EXPECT_EQ(summary["status"], "ok") << config;
+  }
+}
