@@ -202,6 +202,25 @@ std::filesystem::path hf_model_path(const YamlSection& top) {
   return path;
 }
 
+// NVMe offload (ZeRO-Infinity's swapper: asynchronous reads and writes of parameter and
+// optimizer partitions through aio) is not modelled; simulating it as host memory would give
+// CPU-offload numbers for an NVMe job, so it is refused where it is set.
+void refuse_nvme_offload(const YamlSection& zero_section, const ZeroConfig& zero) {
+  for (const auto& [name, nvme] : {std::pair<std::string, bool>{"offload_param", zero.offload_param.device == OffloadDevice::kNvme},
+                                   {"offload_optimizer", zero.offload_optimizer.device == OffloadDevice::kNvme}}) {
+    if (!nvme) continue;
+    const std::string problem = "is nvme, which is not modelled (DeepSpeed's NVMe swapper); it would be simulated as "
+                                "CPU offload and give CPU-offload numbers";
+    const std::string expected = "device: cpu (host memory) or none";
+    if (zero_section.has(name) && zero_section.raw(name).IsMap() && zero_section.section(name).has("device")) {
+      zero_section.section(name).fail("device", problem, expected);
+    }
+    // Set through a ds_config file (or a deprecated switch): point at the scenario's key.
+    const std::string key = zero_section.has("ds_config") ? "ds_config" : name;
+    zero_section.fail(key, "sets " + name + ".device " + problem, expected);
+  }
+}
+
 }  // namespace
 
 BundledData BundledData::from_root(const std::filesystem::path& root) {
@@ -289,6 +308,7 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
   scenario.zero = load_zero_config(top.section("zero"), facts,
                                    std::filesystem::path(source->file).parent_path(),
                                    &scenario.notes);
+  refuse_nvme_offload(top.section("zero"), scenario.zero);
   const YamlSection controller_section = top.section("controller");
   scenario.controller = load_controller_config(controller_section);
   reconcile_adaptive_keys(top, controller_section, scenario.zero, scenario.controller);
