@@ -58,18 +58,52 @@ TrainingConfig load_training(const YamlSection& section, std::int64_t max_positi
 }
 
 ClusterConfig load_cluster(const YamlSection& section, const BundledData& bundled) {
-  section.allow_only({"hardware", "nodes", "gpus_per_node", "calibration"});
+  section.allow_only({"hardware", "nodes", "gpus_per_node", "network", "calibration"});
   ClusterConfig cluster;
   cluster.hardware_ref = section.require_string("hardware");
   cluster.hardware = load_hardware_profile(
       resolve_bundled_file(section, "hardware", bundled.hardware_dir, "hardware profile"));
-  cluster.nodes = section.get_int("nodes", 1, 1, cluster.hardware.max_nodes);
+  // `cluster.network` joins nodes of any profile: the network between them is a fact of the
+  // cluster, not of the box, so a one-box profile (max_nodes 1) needs no copy to be a cluster.
+  const bool own_network = section.has("network");
+  if (own_network) {
+    const YamlSection net = section.section("network");
+    net.allow_only({"nics_per_node", "nic_gbit_per_s"});
+    NetworkSpec spec = cluster.hardware.network.value_or(NetworkSpec{});
+    const std::string from_profile = cluster.hardware.network ? " (default: the profile's)" : "";
+    spec.nics_per_node = static_cast<int>(net.get_int("nics_per_node", spec.nics_per_node, 1, 64));
+    spec.nic_bits_per_s = net.get_double("nic_gbit_per_s", spec.nic_bits_per_s / 1e9, 0, 1e6) * 1e9;
+    if (spec.nics_per_node <= 0) {
+      net.fail("nics_per_node", "is missing and profile '" + cluster.hardware_ref + "' has no network",
+               "NICs per node for inter-node traffic, e.g. 8");
+    }
+    if (!(spec.nic_bits_per_s > 0)) {
+      net.fail("nic_gbit_per_s", "is missing or 0 and profile '" + cluster.hardware_ref + "' has no network",
+               "line rate of one NIC in Gbit/s, e.g. 400" + from_profile);
+    }
+    net.finish();
+    cluster.hardware.network = spec;
+  }
+  constexpr std::int64_t kMaxClusterNodes = 4096;
+  cluster.nodes = section.get_int("nodes", 1, 1, kMaxClusterNodes);
+  if (cluster.nodes > cluster.hardware.max_nodes && !own_network) {
+    section.fail("nodes",
+                 "is " + std::to_string(cluster.nodes) + " but profile '" + cluster.hardware_ref +
+                     "' describes at most " + std::to_string(cluster.hardware.max_nodes) +
+                     " node(s)",
+                 "nodes within the profile's max_nodes, or state the network that joins the nodes: "
+                 "cluster.network: {nics_per_node: N, nic_gbit_per_s: G}" +
+                     std::string(cluster.hardware.network ? " (both default to the profile's network; "
+                                                            "network: {} takes them as they are)"
+                                                          : ""));
+  }
+  if (own_network) cluster.hardware.max_nodes = static_cast<int>(kMaxClusterNodes);
   cluster.gpus_per_node = section.get_int("gpus_per_node", cluster.hardware.gpus_per_node, 1,
                                           cluster.hardware.gpus_per_node);
   if (cluster.nodes > 1 && !cluster.hardware.network) {
     section.fail("nodes", "is " + std::to_string(cluster.nodes) + " but profile '" +
                               cluster.hardware_ref + "' has no network section",
-                 "nodes: 1, or a profile with a network (NICs) between nodes");
+                 "nodes: 1, or cluster.network: {nics_per_node: N, nic_gbit_per_s: G}");
   }
   // The scenario's calibration overrides the profile's key by key.
   cluster.calibration =

@@ -279,3 +279,19 @@ TEST(RunCommand, EveryBundledHfConfigRunsOnAClusterThatFitsIt) {
     EXPECT_EQ(summary["status"], "ok") << config;
   }
 }
+
+// Two nodes of every bundled box, joined by one NIC each (the fewest rails: NCCL's NVLSTree has
+// no bandwidth there and is not chosen), run to the end.
+TEST(RunCommand, TwoNodesOfEveryBundledProfileRun) {
+  for (const auto& entry : fs::directory_iterator(fs::path(PREFETCHLAB_SOURCE_DIR) / "hardware")) {
+    const std::string hw = entry.path().stem().string();
+    // Turing has no BF16 tensor cores: fp16 there (docs/scenarios.md).
+    const std::string dtype = hw.rfind("rtx2080ti", 0) == 0 ? "fp16" : "bf16";
+    TempDir out("two-nodes");
+    const auto result = run_cli("run " + (kScenarios / "tiny-llama-2x-h100.yaml").string() + " -o " +
+                                out.path().string() + " --no-expect --set output.trace=false --set training.iterations=3" +
+                                " --set cluster.hardware=" + hw + " --set cluster.nodes=2 --set training.dtype=" + dtype +
+                                " --set 'cluster.network={nics_per_node: 1, nic_gbit_per_s: 100}'");
+    EXPECT_EQ(result.exit_code, 0) << hw << "\n" << result.output;
+  }
+}

@@ -167,3 +167,32 @@ TEST(Scenario, ModelMayBeAHuggingFaceConfig) {
     EXPECT_NE(std::string(e.problem()).find("not found"), std::string::npos);
   }
 }
+
+// Nodes of any bundled box join into a cluster when the scenario states the network between
+// them; without it, a node count above the profile's max_nodes says how to allow it.
+TEST(Scenario, ClusterNetworkJoinsNodesOfAOneBoxProfile) {
+  const std::string head = "model: gpt2-small\ntraining: {micro_batch: 2, seq_len: 512}\n";
+  const pc::Scenario s = load(head + "cluster:\n  hardware: a100-sxm-8x\n  nodes: 2\n  network: {nics_per_node: 4}\n");
+  EXPECT_EQ(s.cluster.world_size(), 16);
+  ASSERT_TRUE(s.cluster.hardware.network);
+  EXPECT_EQ(s.cluster.hardware.network->nics_per_node, 4);
+  EXPECT_DOUBLE_EQ(s.cluster.hardware.network->nic_bits_per_s, 200e9);  // the profile's 200 Gb NICs
+  try {
+    load(head + "cluster:\n  hardware: a100-sxm-8x\n  nodes: 2\n");
+    ADD_FAILURE() << "2 nodes of a one-box profile were accepted without a network";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "cluster.nodes");
+    EXPECT_EQ(e.where().line, 5);
+    EXPECT_NE(e.expected().find("cluster.network"), std::string::npos) << e.expected();
+  }
+  // A profile without a network (a PCIe workstation) needs both facts.
+  try {
+    load(head + "cluster:\n  hardware: l40s-8x-pcie4\n  nodes: 2\n  network: {nics_per_node: 2}\n");
+    ADD_FAILURE() << "a network without a NIC rate was accepted";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "cluster.network.nic_gbit_per_s");
+  }
+  const pc::Scenario l40s =
+      load(head + "cluster:\n  hardware: l40s-8x-pcie4\n  nodes: 3\n  network: {nics_per_node: 2, nic_gbit_per_s: 100}\n");
+  EXPECT_EQ(l40s.cluster.world_size(), 24);
+}
