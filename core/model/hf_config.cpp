@@ -1,6 +1,7 @@
 #include "core/model/hf_config.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string_view>
 
 #include "core/input/closest_match.hpp"
@@ -15,6 +16,8 @@ namespace {
 
 // Generous upper bound for any size (as model_config.cpp): products stay far from overflow.
 constexpr std::int64_t kMaxSize = std::int64_t{1} << 24;
+// Layers of one model: the largest published ones have ~100-200; each layer is ~15 modules.
+constexpr std::int64_t kMaxLayers = 65536;
 
 // Keys of HF configs that do not change the module tree, the parameters or what the simulator
 // prices: numerics (epsilons, RoPE), token ids, generation and bookkeeping. Read and noted.
@@ -53,6 +56,16 @@ bool present(const YamlSection& root, std::string_view key) {
   return !root.raw(key).IsNull();
 }
 
+// Parameter counts stay far from int64 overflow: 2^50 elements is a thousand times any model.
+void check_parameter_estimate(const YamlSection& root, std::string_view width_key, double estimate) {
+  if (estimate > 1125899906842624.0) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", estimate);
+    root.fail(width_key, std::string("with the other sizes makes about ") + text + " parameters",
+              "sizes giving at most 2^50 (about 1.1e15) parameters");
+  }
+}
+
 std::int64_t require_size(const YamlSection& root, std::string_view key) {
   return root.require_int(key, 1, kMaxSize);
 }
@@ -81,7 +94,7 @@ HfDecoderConfig read_decoder(const YamlSection& root, const DecoderFamily& famil
   c.class_prefix = std::string(family.class_prefix);
   check_causal_lm(root, c.class_prefix + "ForCausalLM");
   c.hidden_size = require_size(root, "hidden_size");
-  c.num_layers = require_size(root, "num_hidden_layers");
+  c.num_layers = root.require_int("num_hidden_layers", 1, kMaxLayers);
   c.num_heads = require_size(root, "num_attention_heads");
   c.num_kv_heads = present(root, "num_key_value_heads") ? require_size(root, "num_key_value_heads") : c.num_heads;
   if (c.num_heads % c.num_kv_heads != 0) {
@@ -193,6 +206,22 @@ HfDecoderConfig read_decoder(const YamlSection& root, const DecoderFamily& famil
                 "the dense MLP width (Qwen2MoeConfig.intermediate_size)");
     }
   }
+  const double h = static_cast<double>(c.hidden_size);
+  const double widest_mlp = static_cast<double>(
+      std::max({c.intermediate_size, c.expert_intermediate_size, c.shared_expert_intermediate_size}));
+  const double per_layer = 4.0 * h * static_cast<double>(c.num_heads * c.head_dim) +
+                           3.0 * h * widest_mlp * static_cast<double>(c.num_experts + 2);
+  const double estimate = static_cast<double>(c.num_layers) * per_layer + 2.0 * h * static_cast<double>(c.vocab_size);
+  check_parameter_estimate(root, "hidden_size", estimate);
+  // The module tree grows with layers x experts: bound it so a damaged config is an error, not
+  // memory out of proportion to the file (far above any published model: Qwen1.5-MoE has 24 x 60).
+  constexpr std::int64_t kMaxExpertModules = std::int64_t{1} << 20;
+  if (c.num_layers * (c.num_experts + 1) > kMaxExpertModules) {
+    root.fail(moe ? (c.model_type == "mixtral" ? "num_local_experts" : "num_experts") : "num_hidden_layers",
+              "makes " + std::to_string(c.num_layers) + " layers x " + std::to_string(c.num_experts + 1) +
+                  " MLPs, more than " + std::to_string(kMaxExpertModules),
+              "num_hidden_layers x (experts + 1) <= 1,048,576");
+  }
   return c;
 }
 
@@ -202,7 +231,7 @@ ModelConfig read_gpt2(const YamlSection& root) {
   c.architecture = Architecture::kGpt2;
   c.head = ModelHead::kLm;
   c.hidden_size = require_size(root, "n_embd");
-  c.num_layers = require_size(root, "n_layer");
+  c.num_layers = root.require_int("n_layer", 1, kMaxLayers);
   c.num_heads = require_size(root, "n_head");
   c.num_kv_heads = c.num_heads;
   c.vocab_size = require_size(root, "vocab_size");
@@ -231,7 +260,7 @@ ModelConfig read_bert(const YamlSection& root) {
               "[\"BertModel\"], [\"BertForMaskedLM\"] or [\"BertForQuestionAnswering\"]");
   }
   c.hidden_size = require_size(root, "hidden_size");
-  c.num_layers = require_size(root, "num_hidden_layers");
+  c.num_layers = root.require_int("num_hidden_layers", 1, kMaxLayers);
   c.num_heads = require_size(root, "num_attention_heads");
   c.num_kv_heads = c.num_heads;
   if (c.hidden_size % c.num_heads != 0) {
@@ -315,6 +344,10 @@ ModelSpec load_hf_config(const std::filesystem::path& path, DType dtype, Attenti
     mark_token_id_modules(spec);
   } else if (type == "gpt2" || type == "bert") {
     const ModelConfig config = type == "gpt2" ? read_gpt2(root) : read_bert(root);
+    const double h = static_cast<double>(config.hidden_size);
+    check_parameter_estimate(
+        root, type == "gpt2" ? "n_embd" : "hidden_size", static_cast<double>(config.num_layers) * (4.0 * h * h + 2.0 * h * static_cast<double>(config.intermediate_size)) +
+                  h * static_cast<double>(config.vocab_size + config.max_positions + config.type_vocab_size));
     root.finish();
     spec = build_model(config, name, dtype, attention);  // marks token-id modules itself
   } else {

@@ -201,6 +201,18 @@ TEST(HfConfig, BadConfigsNameFileKeyAndTheSupportedTypes) {
   e = expect_input_error([&] { pc::load_hf_config(not_causal, pc::DType::kBF16); });
   EXPECT_EQ(e.key(), "architectures");
 
+  // Sizes a damaged file could hold: a clear error, not memory out of proportion to the file.
+  const auto huge = write_config("huge", "{\"model_type\": \"gpt2\", \"n_embd\": 16000000, \"n_layer\": 60000, "
+                                         "\"n_head\": 1, \"vocab_size\": 10, \"n_positions\": 10}");
+  e = expect_input_error([&] { pc::load_hf_config(huge, pc::DType::kBF16); });
+  EXPECT_EQ(e.key(), "n_embd");
+  const auto many_experts = write_config(
+      "many-experts", "{\"model_type\": \"mixtral\", \"hidden_size\": 64, \"num_hidden_layers\": 60000, "
+                      "\"num_attention_heads\": 4, \"intermediate_size\": 64, \"vocab_size\": 10, "
+                      "\"max_position_embeddings\": 10, \"num_local_experts\": 1000, \"num_experts_per_tok\": 2}");
+  e = expect_input_error([&] { pc::load_hf_config(many_experts, pc::DType::kBF16); });
+  EXPECT_EQ(e.key(), "num_local_experts");
+
   e = expect_input_error([&] { pc::load_hf_config(kHfDir / "nope.json", pc::DType::kBF16); });
   EXPECT_NE(e.problem().find("not found"), std::string::npos);
 }
