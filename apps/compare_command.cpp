@@ -34,7 +34,9 @@ struct Outcome {
   std::string label;
   std::int64_t bucket_numel = 0;  // the configured (starting) bucket
   core::RunStatus status = core::RunStatus::kOk;
-  std::vector<std::int64_t> step_ns;  // per finished iteration (of the first seed)
+  // Per finished optimizer step (of the first seed): grad_accum micro-batches each.
+  std::vector<std::int64_t> step_ns;
+  std::vector<int> step_last_iteration;  // the iteration each step ends with
   std::int64_t steady_ns = 0;         // median over the seeds of the last half's median
   double seed_spread = 0;             // (max - min) / median of the seeds' steady steps
   std::int64_t peak_reserved_bytes = 0;
@@ -56,8 +58,11 @@ Outcome simulate_seed(const std::string& file, std::vector<std::string> override
   outcome.label = std::move(label);
   outcome.bucket_numel = scenario.zero.prefetch_bucket_numel;
   outcome.status = result.status;
+  for (const auto& step : core::optimizer_step_times(result.metrics.iterations, scenario.training.grad_accum)) {
+    outcome.step_ns.push_back(step.time_ns);
+    outcome.step_last_iteration.push_back(step.last_iteration);
+  }
   for (const auto& it : result.metrics.iterations) {
-    outcome.step_ns.push_back(it.step_time_ns);
     outcome.peak_reserved_bytes = std::max(outcome.peak_reserved_bytes, it.peak_reserved_bytes);
     outcome.final_bucket_numel = it.bucket_numel;
   }
@@ -127,7 +132,8 @@ std::vector<Outcome> run_all(const std::vector<std::function<Outcome()>>& jobs, 
   return out;
 }
 
-// The iteration from which the step time stays within 2% of `target_ns` to the end of the run
+// The iteration (the first of an optimizer step) from which the step time stays within 2% of
+// `target_ns` to the end of the run
 // (iteration 1 records the trace, so 2 is the earliest possible); nullopt when it never settles.
 std::optional<std::int64_t> settled_from_iteration(const Outcome& outcome, std::int64_t target_ns) {
   if (outcome.status != core::RunStatus::kOk) return std::nullopt;
@@ -135,7 +141,7 @@ std::optional<std::int64_t> settled_from_iteration(const Outcome& outcome, std::
   std::optional<std::int64_t> settled;
   for (std::size_t i = outcome.step_ns.size(); i-- > 1;) {
     if (static_cast<double>(outcome.step_ns[i]) > limit) break;
-    settled = static_cast<std::int64_t>(i + 1);
+    settled = static_cast<std::int64_t>(i == 0 ? 1 : outcome.step_last_iteration[i - 1] + 1);
   }
   return settled;
 }

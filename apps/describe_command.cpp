@@ -11,6 +11,7 @@
 #include "command_context.hpp"
 #include "describe_costs.hpp"
 #include "core/input/closest_match.hpp"
+#include "core/model/hf_config.hpp"
 #include "core/model/model_config.hpp"
 #include "core/zero/persistence.hpp"
 #include "core/scenario/scenario.hpp"
@@ -68,7 +69,19 @@ DescribeInput resolve_target(const DescribeOptions& options) {
   const core::BundledData bundled = bundled_data();
   DescribeInput input;
   std::filesystem::path model_path;
-  if (std::filesystem::is_regular_file(options.target)) {
+  if (core::is_hf_config_reference(options.target)) {
+    // A Hugging Face config.json, or a folder holding one.
+    if (!options.overrides.empty()) {
+      throw core::InputError({"--set", 0}, "", "applies to scenarios only",
+                             "describe SCENARIO.yaml --set key=value");
+    }
+    input.model = core::load_hf_config(options.target, core::DType::kBF16, core::AttentionImpl::kSdpa,
+                                       &input.notes);
+    input.max_positions = input.model.max_positions;
+    input.seq_len = input.max_positions;
+    input.origin = "Hugging Face config " + core::hf_config_file(options.target).string() +
+                   " (DeepSpeed default thresholds)";
+  } else if (std::filesystem::is_regular_file(options.target)) {
     const YAML::Node root = core::parse_yaml_file(options.target);
     if (!(root.IsMap() && root["architecture"])) {  // not a model file: read it as a scenario
       const core::Scenario scenario = core::load_scenario(options.target, options.overrides, bundled);

@@ -57,8 +57,19 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
   if (!result.message.empty()) std::cout << " (" << result.message << ")";
   std::cout << "\niterations:          " << stats.iterations << " (" << stats.steady_iterations
             << " steady" << (stats.steady_from_all_iterations ? ", no warm-up excluded" : "") << ")\n"
-            << "steady step time:    " << ms(stats.steady_step_time_ns) << "\n";
+            << "steady step time:    " << ms(stats.steady_step_time_ns);
+  if (stats.facts.grad_accum > 1) {
+    // Per optimizer step (global batch); say what it is made of.
+    std::cout << " per optimizer step of " << stats.facts.grad_accum << " micro-batches ("
+              << (stats.step_time_from_micro_batches
+                      ? std::string("no complete step in the run: ") + std::to_string(stats.facts.grad_accum) +
+                            " x the micro-batch median, optimizer left out"
+                      : std::to_string(stats.steady_optimizer_steps) + " steady steps")
+              << "; micro-batch median " << ms(stats.steady_micro_batch_time_ns) << ")";
+  }
+  std::cout << "\n";
   std::printf("samples/s:           %.2f\n", stats.samples_per_second);
+  std::printf("tokens/s:            %.0f\n", stats.tokens_per_second);
   std::printf("TFLOPS/GPU:          %.1f\n", stats.tflops_per_gpu);
   std::cout << "exposed comm:        " << ms(stats.mean_exposed_comm_ns) << " per iteration\n"
             << "stall forward:       " << ms(stats.mean_forward_stall_ns) << " per iteration\n"

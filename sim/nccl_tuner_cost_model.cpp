@@ -415,8 +415,10 @@ bool NcclTunerCostModel::available(const CollectiveShape& shape, NcclAlgorithm a
       return nvls_hw && shape.nodes == 1 && shape.ranks >= 2 && shape.ranks <= kMaxNvlsRanks &&
              !measured_bandwidth();
     case NcclAlgorithm::kNvlsTree:
+      // With one NVLS head (one rail) its intra-node share (nCh-1)/nCh is 0: a bandwidth of 0,
+      // which NCCL's tuner skips as unavailable (tuning.cc); a cluster with few NICs per node.
       return ar && nvls_hw && shape.nodes > 1 && nics_per_node_ > 0 && ppn >= 2 &&
-             ppn <= kMaxNvlsRanks && !measured_bandwidth();
+             ppn <= kMaxNvlsRanks && std::min(rails(ppn), ppn) >= 2 && !measured_bandwidth();
     case NcclAlgorithm::kPat:
       return !ar && shape.nodes > 1 && ppn == 1 && !measured_bandwidth();
   }

@@ -104,6 +104,22 @@ double median(std::vector<double> values) {
   return n == 0 ? 0.0 : (n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]));
 }
 
+std::vector<OptimizerStepTime> optimizer_step_times(const std::vector<IterationRecord>& iterations,
+                                                    std::int64_t grad_accum) {
+  std::vector<OptimizerStepTime> steps;
+  OptimizerStepTime open;
+  for (const IterationRecord& record : iterations) {
+    if (open.first_iteration == 0) open.first_iteration = record.iteration;
+    open.time_ns += record.step_time_ns;
+    if (grad_accum <= 1 || record.optimizer_step) {
+      open.last_iteration = record.iteration;
+      steps.push_back(open);
+      open = OptimizerStepTime{};
+    }
+  }
+  return steps;
+}
+
 SummaryStats summarize(const Metrics& metrics, int warmup_iterations) {
   SummaryStats stats;
   stats.facts = metrics.facts;
@@ -120,18 +136,37 @@ SummaryStats summarize(const Metrics& metrics, int warmup_iterations) {
   }
   stats.steady_iterations = static_cast<int>(steady.size());
 
+  std::vector<std::int64_t> micro_times;
+  micro_times.reserve(steady.size());
+  for (const IterationRecord* record : steady) micro_times.push_back(record->step_time_ns);
+  stats.steady_micro_batch_time_ns = median_ns(std::move(micro_times));
+
+  // Per optimizer step: the steady steps, else every complete one, else the micro-batches.
+  const std::int64_t accum = std::max<std::int64_t>(1, metrics.facts.grad_accum);
+  const std::vector<OptimizerStepTime> steps = optimizer_step_times(metrics.iterations, accum);
   std::vector<std::int64_t> step_times;
-  step_times.reserve(steady.size());
-  for (const IterationRecord* record : steady) step_times.push_back(record->step_time_ns);
-  stats.steady_step_time_ns = median_ns(std::move(step_times));
+  for (const OptimizerStepTime& step : steps) {
+    if (step.first_iteration > warmup_iterations) step_times.push_back(step.time_ns);
+  }
+  if (step_times.empty()) {
+    for (const OptimizerStepTime& step : steps) step_times.push_back(step.time_ns);
+  }
+  stats.steady_optimizer_steps = static_cast<int>(step_times.size());
+  if (!step_times.empty()) {
+    stats.steady_step_time_ns = median_ns(std::move(step_times));
+  } else {
+    stats.step_time_from_micro_batches = !metrics.iterations.empty();
+    stats.steady_step_time_ns = stats.steady_micro_batch_time_ns * accum;
+  }
 
   if (stats.steady_step_time_ns > 0) {
     const double step_s = static_cast<double>(stats.steady_step_time_ns) * 1e-9;
-    const double samples_per_iteration =
-        static_cast<double>(metrics.facts.micro_batch) * metrics.facts.ranks;
-    stats.samples_per_second = samples_per_iteration / step_s;
-    stats.tflops_per_gpu =
-        static_cast<double>(metrics.facts.model_flops_per_gpu_iteration) / step_s / 1e12;
+    const double samples_per_step =
+        static_cast<double>(metrics.facts.micro_batch) * metrics.facts.ranks * static_cast<double>(accum);
+    stats.samples_per_second = samples_per_step / step_s;
+    stats.tokens_per_second = stats.samples_per_second * static_cast<double>(metrics.facts.seq_len);
+    stats.tflops_per_gpu = static_cast<double>(metrics.facts.model_flops_per_gpu_iteration) *
+                           static_cast<double>(accum) / step_s / 1e12;
   }
 
   stats.mean_exposed_comm_ns = mean_ns(steady, &IterationRecord::exposed_comm_ns);

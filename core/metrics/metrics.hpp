@@ -153,12 +153,24 @@ struct SummaryStats {
   int steady_iterations = 0;
   bool steady_from_all_iterations = false;
 
-  // Median of step_time_ns over the steady iterations. For an even count it is the mean of the
-  // two middle values rounded down to a whole nanosecond.
+  // Per optimizer step (one global batch: grad_accum micro-batch iterations, the last with the
+  // optimizer step). A step's time is the sum of its iterations' step_time_ns; the steady step
+  // time is the median over the steady steps, those whose first iteration is past the warm-up
+  // (all complete steps when none is). For an even count it is the mean of the two middle values
+  // rounded down. With grad_accum 1 a step is an iteration. When the run holds no complete step
+  // (fewer iterations than grad_accum, or records without optimizer_step), it is grad_accum x the
+  // micro-batch median and step_time_from_micro_batches is true (the optimizer is left out).
   std::int64_t steady_step_time_ns = 0;
-  // micro_batch x ranks samples per iteration / steady step time; 0 when the step time is 0.
+  int steady_optimizer_steps = 0;
+  bool step_time_from_micro_batches = false;
+  // Median of step_time_ns over the steady iterations (one micro-batch each, the optimizer step
+  // included in every grad_accum-th).
+  std::int64_t steady_micro_batch_time_ns = 0;
+  // micro_batch x ranks x grad_accum samples per step / steady step time; 0 when it is 0.
   double samples_per_second = 0;
-  // model_flops_per_gpu_iteration / steady step time, in 1e12 FLOP/s; 0 when the step time is 0.
+  // samples_per_second x seq_len.
+  double tokens_per_second = 0;
+  // model_flops_per_gpu_iteration x grad_accum / steady step time, in 1e12 FLOP/s.
   double tflops_per_gpu = 0;
 
   // Means over the steady iterations, rounded down to a whole nanosecond.
@@ -188,6 +200,17 @@ struct SummaryStats {
 std::int64_t median_ns(std::vector<std::int64_t> values);
 // The same for measured figures: an even count gives the mean of the two middle values.
 double median(std::vector<double> values);
+
+// One optimizer step: consecutive iterations up to and including one with optimizer_step set.
+struct OptimizerStepTime {
+  int first_iteration = 0;
+  int last_iteration = 0;
+  std::int64_t time_ns = 0;  // sum of the iterations' step_time_ns
+};
+// The complete optimizer steps of a run, in order (a trailing group without its optimizer step
+// is left out). With grad_accum 1 every iteration is one step, whatever optimizer_step says.
+std::vector<OptimizerStepTime> optimizer_step_times(const std::vector<IterationRecord>& iterations,
+                                                    std::int64_t grad_accum);
 
 SummaryStats summarize(const Metrics& metrics, int warmup_iterations);
 

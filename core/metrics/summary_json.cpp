@@ -25,10 +25,14 @@ nlohmann::ordered_json summary_to_json(const SummaryStats& stats, RunStatus stat
   run["warmup_iterations"] = stats.warmup_iterations;
   run["steady_iterations"] = stats.steady_iterations;
   run["steady_from_all_iterations"] = stats.steady_from_all_iterations;
+  run["steady_optimizer_steps"] = stats.steady_optimizer_steps;
+  run["step_time_from_micro_batches"] = stats.step_time_from_micro_batches;
   out["run"] = std::move(run);
 
   out["steady_step_time_ns"] = stats.steady_step_time_ns;
+  out["steady_micro_batch_time_ns"] = stats.steady_micro_batch_time_ns;
   out["samples_per_second"] = stats.samples_per_second;
+  out["tokens_per_second"] = stats.tokens_per_second;
   out["tflops_per_gpu"] = stats.tflops_per_gpu;
   out["mean_exposed_comm_ns"] = stats.mean_exposed_comm_ns;
   out["mean_stall_ns"] = {{"forward", stats.mean_forward_stall_ns},

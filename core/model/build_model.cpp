@@ -1,5 +1,6 @@
 #include <stdexcept>
 
+#include "core/model/hf_model_builders.hpp"
 #include "core/model/model_builders.hpp"
 
 namespace prefetchlab::core {
@@ -20,8 +21,6 @@ ModelSpec model_spec_header(const ModelConfig& config, const std::string& name, 
   return spec;
 }
 
-namespace {
-
 // Every family here feeds token ids to its embeddings (class "Embedding") and nothing else to
 // them or to the modules above them; see ModuleSpec::post_backward_hook_fires.
 void mark_token_id_modules(ModelSpec& model) {
@@ -33,8 +32,6 @@ void mark_token_id_modules(ModelSpec& model) {
     }
   }
 }
-
-}  // namespace
 
 ModelSpec build_model(const ModelConfig& config, const std::string& name, DType dtype,
                       AttentionImpl attention) {

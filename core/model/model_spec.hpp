@@ -53,7 +53,7 @@ struct ModuleSpec {
 
 struct ModelSpec {
   std::string name;           // e.g. "llama-2-7b"
-  std::string architecture;   // gpt2 | bert | llama
+  std::string architecture;   // gpt2 | bert | llama, or a config.json's model_type
   std::int64_t hidden_size = 0;
   std::int64_t num_layers = 0;
   std::int64_t num_heads = 0;
@@ -62,6 +62,10 @@ struct ModelSpec {
   std::int64_t vocab_size = 0;
   std::int64_t max_positions = 0;      // longest sequence the model accepts
   bool causal = true;
+  // Mixture of experts (Mixtral, Qwen2-MoE): experts per MoE block and experts each token is
+  // routed to; 0 for a dense model.
+  std::int64_t num_experts = 0;
+  std::int64_t experts_per_token = 0;
   std::vector<ModuleSpec> modules;  // pre-order == execution order of forward pre-hooks
   std::vector<ParamSpec> params;    // index == ds_id
 

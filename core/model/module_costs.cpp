@@ -69,6 +69,23 @@ ModuleCosts operator+(ModuleCosts a, const ModuleCosts& b) {
   return a;
 }
 
+ModuleCosts token_share(const ModuleCosts& costs, std::int64_t num, std::int64_t den) {
+  if (den <= 0 || num < 0) throw std::logic_error("token_share: bad share");
+  auto scale = [&](TokenScaled t) {
+    t.per_token = t.per_token * num / den;
+    t.per_token_per_position = t.per_token_per_position * num / den;
+    return t;
+  };
+  ModuleCosts out = costs;
+  for (KernelSpec& k : out.kernels) {
+    k.flops = scale(k.flops);
+    k.bytes = scale(k.bytes);
+    k.gemm_volume = scale(k.gemm_volume);
+  }
+  out.activation_bytes = scale(out.activation_bytes);
+  return out;
+}
+
 ModuleCosts linear_costs(std::int64_t in_features, std::int64_t out_features, bool bias,
                          std::int64_t element_bytes) {
   KernelSpec k;

@@ -29,6 +29,11 @@ struct ModuleCosts {
 // Both blocks' kernels, a's first.
 ModuleCosts operator+(ModuleCosts a, const ModuleCosts& b);
 
+// The same work done on a share num/den of the tokens (an MoE expert that receives on average
+// top_k / num_experts of them): per-token and per-position terms scale, fixed ones (the weight
+// read) do not.
+ModuleCosts token_share(const ModuleCosts& costs, std::int64_t num, std::int64_t den);
+
 // nn.Linear / HF Conv1D: one GEMM (addmm with a bias, mm without), 2*in*out FLOPs per token
 // (Narayanan et al. 2021, arXiv:2104.04473); the bias add is fused into the GEMM epilogue.
 // Backward: grad input and grad weight, each a GEMM of the forward's size.

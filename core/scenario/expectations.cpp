@@ -9,9 +9,10 @@
 namespace prefetchlab::core {
 namespace {
 
-constexpr std::array<std::pair<const char*, ExpectedMetric>, 10> kMetrics{{
+constexpr std::array<std::pair<const char*, ExpectedMetric>, 11> kMetrics{{
     {"steady_step_time_ms", ExpectedMetric::kSteadyStepTimeMs},
     {"samples_per_second", ExpectedMetric::kSamplesPerSecond},
+    {"tokens_per_second", ExpectedMetric::kTokensPerSecond},
     {"tflops_per_gpu", ExpectedMetric::kTflopsPerGpu},
     {"exposed_comm_ms", ExpectedMetric::kExposedCommMs},
     {"forward_stall_ms", ExpectedMetric::kForwardStallMs},
@@ -26,6 +27,7 @@ double value_of(ExpectedMetric metric, const SummaryStats& s) {
   switch (metric) {
     case ExpectedMetric::kSteadyStepTimeMs: return static_cast<double>(s.steady_step_time_ns) / 1e6;
     case ExpectedMetric::kSamplesPerSecond: return s.samples_per_second;
+    case ExpectedMetric::kTokensPerSecond: return s.tokens_per_second;
     case ExpectedMetric::kTflopsPerGpu: return s.tflops_per_gpu;
     case ExpectedMetric::kExposedCommMs: return static_cast<double>(s.mean_exposed_comm_ns) / 1e6;
     case ExpectedMetric::kForwardStallMs: return static_cast<double>(s.mean_forward_stall_ns) / 1e6;

@@ -22,6 +22,7 @@ namespace prefetchlab::core {
 enum class ExpectedMetric {
   kSteadyStepTimeMs,
   kSamplesPerSecond,
+  kTokensPerSecond,
   kTflopsPerGpu,
   kExposedCommMs,
   kForwardStallMs,

@@ -8,6 +8,7 @@
 #include "core/hardware/calibration.hpp"
 #include "core/input/closest_match.hpp"
 #include "core/hardware/hardware_profile.hpp"
+#include "core/model/hf_config.hpp"
 #include "core/model/model_config.hpp"
 #include "core/input/yaml_overrides.hpp"
 
@@ -57,18 +58,52 @@ TrainingConfig load_training(const YamlSection& section, std::int64_t max_positi
 }
 
 ClusterConfig load_cluster(const YamlSection& section, const BundledData& bundled) {
-  section.allow_only({"hardware", "nodes", "gpus_per_node", "calibration"});
+  section.allow_only({"hardware", "nodes", "gpus_per_node", "network", "calibration"});
   ClusterConfig cluster;
   cluster.hardware_ref = section.require_string("hardware");
   cluster.hardware = load_hardware_profile(
       resolve_bundled_file(section, "hardware", bundled.hardware_dir, "hardware profile"));
-  cluster.nodes = section.get_int("nodes", 1, 1, cluster.hardware.max_nodes);
+  // `cluster.network` joins nodes of any profile: the network between them is a fact of the
+  // cluster, not of the box, so a one-box profile (max_nodes 1) needs no copy to be a cluster.
+  const bool own_network = section.has("network");
+  if (own_network) {
+    const YamlSection net = section.section("network");
+    net.allow_only({"nics_per_node", "nic_gbit_per_s"});
+    NetworkSpec spec = cluster.hardware.network.value_or(NetworkSpec{});
+    const std::string from_profile = cluster.hardware.network ? " (default: the profile's)" : "";
+    spec.nics_per_node = static_cast<int>(net.get_int("nics_per_node", spec.nics_per_node, 1, 64));
+    spec.nic_bits_per_s = net.get_double("nic_gbit_per_s", spec.nic_bits_per_s / 1e9, 0, 1e6) * 1e9;
+    if (spec.nics_per_node <= 0) {
+      net.fail("nics_per_node", "is missing and profile '" + cluster.hardware_ref + "' has no network",
+               "NICs per node for inter-node traffic, e.g. 8");
+    }
+    if (!(spec.nic_bits_per_s > 0)) {
+      net.fail("nic_gbit_per_s", "is missing or 0 and profile '" + cluster.hardware_ref + "' has no network",
+               "line rate of one NIC in Gbit/s, e.g. 400" + from_profile);
+    }
+    net.finish();
+    cluster.hardware.network = spec;
+  }
+  constexpr std::int64_t kMaxClusterNodes = 4096;
+  cluster.nodes = section.get_int("nodes", 1, 1, kMaxClusterNodes);
+  if (cluster.nodes > cluster.hardware.max_nodes && !own_network) {
+    section.fail("nodes",
+                 "is " + std::to_string(cluster.nodes) + " but profile '" + cluster.hardware_ref +
+                     "' describes at most " + std::to_string(cluster.hardware.max_nodes) +
+                     " node(s)",
+                 "nodes within the profile's max_nodes, or state the network that joins the nodes: "
+                 "cluster.network: {nics_per_node: N, nic_gbit_per_s: G}" +
+                     std::string(cluster.hardware.network ? " (both default to the profile's network; "
+                                                            "network: {} takes them as they are)"
+                                                          : ""));
+  }
+  if (own_network) cluster.hardware.max_nodes = static_cast<int>(kMaxClusterNodes);
   cluster.gpus_per_node = section.get_int("gpus_per_node", cluster.hardware.gpus_per_node, 1,
                                           cluster.hardware.gpus_per_node);
   if (cluster.nodes > 1 && !cluster.hardware.network) {
     section.fail("nodes", "is " + std::to_string(cluster.nodes) + " but profile '" +
                               cluster.hardware_ref + "' has no network section",
-                 "nodes: 1, or a profile with a network (NICs) between nodes");
+                 "nodes: 1, or cluster.network: {nics_per_node: N, nic_gbit_per_s: G}");
   }
   // The scenario's calibration overrides the profile's key by key.
   cluster.calibration =
@@ -185,6 +220,41 @@ std::vector<DivergenceConfig> load_divergence(const YamlSection& top, const Mode
   return out;
 }
 
+// The config.json path `model:` names (relative to the scenario), or empty for a model YAML.
+std::filesystem::path hf_model_path(const YamlSection& top) {
+  const std::string value = top.require_string("model");
+  if (!looks_like_path(value)) return {};
+  std::filesystem::path path(value);
+  if (path.is_relative()) path = std::filesystem::path(top.source()->file).parent_path() / path;
+  if (!is_hf_config_reference(path)) return {};
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::is_directory(path, ec) ? path / "config.json" : path;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    top.fail("model", "config.json '" + file.string() + "' not found",
+             "a bundled model name, a model YAML, or a Hugging Face config.json (or its folder)");
+  }
+  return path;
+}
+
+// NVMe offload (ZeRO-Infinity's swapper: asynchronous reads and writes of parameter and
+// optimizer partitions through aio) is not modelled; simulating it as host memory would give
+// CPU-offload numbers for an NVMe job, so it is refused where it is set.
+void refuse_nvme_offload(const YamlSection& zero_section, const ZeroConfig& zero) {
+  for (const auto& [name, nvme] : {std::pair<std::string, bool>{"offload_param", zero.offload_param.device == OffloadDevice::kNvme},
+                                   {"offload_optimizer", zero.offload_optimizer.device == OffloadDevice::kNvme}}) {
+    if (!nvme) continue;
+    const std::string problem = "is nvme, which is not modelled (DeepSpeed's NVMe swapper); it would be simulated as "
+                                "CPU offload and give CPU-offload numbers";
+    const std::string expected = "device: cpu (host memory) or none";
+    if (zero_section.has(name) && zero_section.raw(name).IsMap() && zero_section.section(name).has("device")) {
+      zero_section.section(name).fail("device", problem, expected);
+    }
+    // Set through a ds_config file (or a deprecated switch): point at the scenario's key.
+    const std::string key = zero_section.has("ds_config") ? "ds_config" : name;
+    zero_section.fail(key, "sets " + name + ".device " + problem, expected);
+  }
+}
+
 }  // namespace
 
 BundledData BundledData::from_root(const std::filesystem::path& root) {
@@ -242,12 +312,17 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
 
   // Model first: training checks seq_len against its positions, zero "auto" needs its width.
   scenario.model_ref = top.require_string("model");
-  const auto model_path = resolve_bundled_file(top, "model", bundled.models_dir, "model");
   const YamlSection training_section = top.section("training");
   const DType dtype = training_section.get_enum<DType>(
       "dtype", DType::kBF16, {{"bf16", DType::kBF16}, {"fp16", DType::kFP16}, {"fp32", DType::kFP32}});
   const AttentionImpl attention = read_attention(training_section);
-  scenario.model = load_model_file(model_path, dtype, attention);
+  if (const auto hf_path = hf_model_path(top); !hf_path.empty()) {
+    // A Hugging Face config.json (or a folder holding one); errors name the JSON file.
+    scenario.model = load_hf_config(hf_path, dtype, attention, &scenario.notes);
+  } else {
+    const auto model_path = resolve_bundled_file(top, "model", bundled.models_dir, "model");
+    scenario.model = load_model_file(model_path, dtype, attention);
+  }
   if (attention == AttentionImpl::kFlash && dtype == DType::kFP32) {
     training_section.fail("attention", "is flash, but flash-attn runs only fp16 and bf16",
                           "attention: sdpa or eager with dtype fp32, or dtype bf16");
@@ -267,6 +342,7 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
   scenario.zero = load_zero_config(top.section("zero"), facts,
                                    std::filesystem::path(source->file).parent_path(),
                                    &scenario.notes);
+  refuse_nvme_offload(top.section("zero"), scenario.zero);
   const YamlSection controller_section = top.section("controller");
   scenario.controller = load_controller_config(controller_section);
   reconcile_adaptive_keys(top, controller_section, scenario.zero, scenario.controller);

@@ -23,6 +23,10 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
                     {"nodes", scenario.cluster.nodes},
                     {"gpus_per_node", scenario.cluster.gpus_per_node},
                     {"world_size", scenario.cluster.world_size()}};
+  if (scenario.cluster.hardware.network) {
+    out["cluster"]["network"] = {{"nics_per_node", scenario.cluster.hardware.network->nics_per_node},
+                                 {"nic_gbit_per_s", scenario.cluster.hardware.network->nic_bits_per_s / 1e9}};
+  }
   const CalibrationConstants& cal = scenario.cluster.calibration;
   nlohmann::ordered_json calibration = {
       {"gemm_efficiency", cal.gemm_efficiency},

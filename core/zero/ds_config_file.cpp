@@ -1,5 +1,7 @@
 #include "core/zero/ds_config_file.hpp"
 
+#include "core/input/json_section.hpp"
+
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -125,28 +127,6 @@ void check_precision(const YamlSection& root, std::string_view key, bool scenari
 }
 
 }  // namespace
-
-std::string detab_json(const std::string& text) {
-  std::string out = text;
-  bool in_string = false;
-  bool escaped = false;
-  for (char& c : out) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '\t') {
-      c = ' ';
-    }
-  }
-  return out;
-}
 
 YamlSection load_ds_config_json(const std::filesystem::path& file, const InputLocation& reference,
                                 const std::string& reference_key) {

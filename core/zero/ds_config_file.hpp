@@ -6,14 +6,10 @@
 #include <vector>
 
 #include "core/zero/training_facts.hpp"
+#include "core/input/json_section.hpp"  // detab_json
 #include "core/input/yaml_section.hpp"
 
 namespace prefetchlab::core {
-
-// Replaces tab characters outside JSON strings with spaces. JSON allows tab indentation, YAML
-// forbids tabs in block indentation; yaml-cpp 0.7 accepts them in JSON's flow context (tested),
-// so this is a guard for stricter readers. Line and column numbers are unchanged.
-std::string detab_json(const std::string& text);
 
 // Reads `file` (a JSON object). A missing file is an InputError at `reference` (where the
 // scenario names it, key `reference_key`); a syntax error names the JSON file and line.

@@ -29,6 +29,19 @@ TEST(Describe, PrintsThePublishedTotalForEveryBundledModel) {
   }
 }
 
+TEST(Describe, PrintsThePublishedTotalForEveryBundledHfConfig) {
+  for (const auto& [name, total] : prefetchlab::testing::kPublishedHfTotals) {
+    const auto result =
+        run_cli("describe " + std::string(PREFETCHLAB_SOURCE_DIR) + "/models/hf/" + name + ".json --seq-len 512");
+    ASSERT_EQ(result.exit_code, 0) << name << ": " << result.output;
+    EXPECT_EQ(printed_total(result.output), total) << name;
+  }
+  // A folder holding a config.json is the same model; an unknown model_type is bad input.
+  const auto missing = run_cli("describe " + std::string(PREFETCHLAB_SOURCE_DIR) + "/models");
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("config.json"), std::string::npos) << missing.output;
+}
+
 TEST(Describe, ScenarioUsesItsPersistenceThresholdAndShape) {
   const auto result = run_cli("describe " + std::string(PREFETCHLAB_SOURCE_DIR) +
                               "/scenarios/default.yaml --set zero.stage3_param_persistence_threshold=0");

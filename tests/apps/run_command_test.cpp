@@ -264,3 +264,44 @@ TEST(RunCommand, AllocatorCacheFlushesAreCountedAndWarned) {
   EXPECT_EQ(nlohmann::json::parse(read_file(free_run.path() / "summary.json"))["num_alloc_retries"], 0);
   EXPECT_EQ(plain.output.find("warning: the caching allocator"), std::string::npos) << plain.output;
 }
+
+// Each bundled Hugging Face config runs on a cluster that holds it (two short iterations).
+TEST(RunCommand, EveryBundledHfConfigRunsOnAClusterThatFitsIt) {
+  const fs::path hf_dir = fs::path(PREFETCHLAB_SOURCE_DIR) / "models" / "hf";
+  std::vector<fs::path> configs;
+  for (const auto& entry : fs::directory_iterator(hf_dir)) {
+    if (entry.path().extension() == ".json") configs.push_back(entry.path());
+  }
+  std::sort(configs.begin(), configs.end());
+  ASSERT_GE(configs.size(), 10u);
+  for (const auto& config : configs) {
+    // Mixtral-8x7B's 46.7B parameters need 16 GPUs of 80 GiB for their optimizer states.
+    const bool large = config.stem() == "mixtral-8x7b-v0.1";
+    TempDir out("hf");
+    const fs::path scenario = out.path() / "scenario.yaml";
+    std::ofstream(scenario) << "model: " << config.string() << "\n"
+                            << "training: {micro_batch: 1, seq_len: 128, iterations: 2, warmup_iterations: 1}\n"
+                            << "cluster: {hardware: " << (large ? "h100-sxm-cluster, nodes: 2" : "h100-sxm-8x")
+                            << ", gpus_per_node: 8}\n";
+    const auto result = run_cli("run " + scenario.string() + " -o " + out.path().string() + " --set output.trace=false");
+    ASSERT_EQ(result.exit_code, 0) << config << "\n" << result.output;
+    const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+    EXPECT_EQ(summary["status"], "ok") << config;
+  }
+}
+
+// Two nodes of every bundled box, joined by one NIC each (the fewest rails: NCCL's NVLSTree has
+// no bandwidth there and is not chosen), run to the end.
+TEST(RunCommand, TwoNodesOfEveryBundledProfileRun) {
+  for (const auto& entry : fs::directory_iterator(fs::path(PREFETCHLAB_SOURCE_DIR) / "hardware")) {
+    const std::string hw = entry.path().stem().string();
+    // Turing has no BF16 tensor cores: fp16 there (docs/scenarios.md).
+    const std::string dtype = hw.rfind("rtx2080ti", 0) == 0 ? "fp16" : "bf16";
+    TempDir out("two-nodes");
+    const auto result = run_cli("run " + (kScenarios / "tiny-llama-2x-h100.yaml").string() + " -o " +
+                                out.path().string() + " --no-expect --set output.trace=false --set training.iterations=3" +
+                                " --set cluster.hardware=" + hw + " --set cluster.nodes=2 --set training.dtype=" + dtype +
+                                " --set 'cluster.network={nics_per_node: 1, nic_gbit_per_s: 100}'");
+    EXPECT_EQ(result.exit_code, 0) << hw << "\n" << result.output;
+  }
+}

@@ -51,6 +51,8 @@ def seed_models_and_hardware(out):
         add(out, "model_hardware_yaml", "m" + path.read_text())
     for path in bundled("hardware/*.yaml") + bundled("bench/fidelity/hardware/*.yaml"):
         add(out, "model_hardware_yaml", "h" + path.read_text())
+    for path in bundled("models/hf/*.json"):
+        add(out, "model_hardware_yaml", "j" + path.read_text())
 
 
 def seed_ds_config(out):

@@ -150,6 +150,49 @@ TEST(Summarize, ThroughputFromKnownNumbers) {
   EXPECT_DOUBLE_EQ(stats.tflops_per_gpu, 200.0);
 }
 
+// Gradient accumulation 4: a step is 4 micro-batches, the 4th with the optimizer step. Figures
+// are per optimizer step (the global batch), hand-computed below.
+TEST(Summarize, GradientAccumulationReportsPerOptimizerStep) {
+  pc::Metrics metrics;
+  metrics.facts.ranks = 8;
+  metrics.facts.micro_batch = 1;
+  metrics.facts.seq_len = 4096;
+  metrics.facts.grad_accum = 4;
+  metrics.facts.model_flops_per_gpu_iteration = 100'000'000'000'000;  // 1e14 per micro-batch
+  // Micro-batches take 100 ms, the one with the (CPU-offloaded) optimizer step 700 ms.
+  for (int i = 1; i <= 12; ++i) {
+    pc::IterationRecord record = iteration(i, i % 4 == 0 ? 700'000'000 : 100'000'000);
+    record.optimizer_step = i % 4 == 0;
+    metrics.iterations.push_back(record);
+  }
+  metrics.iterations[0].step_time_ns = 2'000'000'000;  // the trace-recording iteration
+  const auto stats = pc::summarize(metrics, 2);
+  // Steps 1-4, 5-8, 9-12; the steady ones start past warm-up iteration 2: 5-8 and 9-12,
+  // each 3 x 100 + 700 = 1000 ms.
+  EXPECT_EQ(stats.steady_optimizer_steps, 2);
+  EXPECT_EQ(stats.steady_step_time_ns, 1'000'000'000);
+  EXPECT_FALSE(stats.step_time_from_micro_batches);
+  // The median micro-batch (iterations 3-12: seven of 100 ms, three of 700 ms) is 100 ms; the old
+  // figure would have been 8 samples / 0.1 s = 80/s.
+  EXPECT_EQ(stats.steady_micro_batch_time_ns, 100'000'000);
+  // Global batch = 1 x 8 ranks x 4 = 32 samples per 1 s.
+  EXPECT_DOUBLE_EQ(stats.samples_per_second, 32.0);
+  EXPECT_DOUBLE_EQ(stats.tokens_per_second, 32.0 * 4096);
+  // 4 x 1e14 FLOP per GPU per 1 s = 400 TFLOPS.
+  EXPECT_DOUBLE_EQ(stats.tflops_per_gpu, 400.0);
+
+  // A trailing step without its optimizer step is not a step.
+  metrics.iterations.resize(10);
+  EXPECT_EQ(pc::optimizer_step_times(metrics.iterations, 4).size(), 2u);
+  EXPECT_EQ(pc::summarize(metrics, 2).steady_optimizer_steps, 1);
+
+  // Fewer iterations than one step: grad_accum x the micro-batch median, said so.
+  metrics.iterations.resize(3);
+  const auto short_run = pc::summarize(metrics, 0);
+  EXPECT_TRUE(short_run.step_time_from_micro_batches);
+  EXPECT_EQ(short_run.steady_step_time_ns, 4 * 100'000'000);
+}
+
 TEST(Summarize, MeansPeaksAndBucketTrajectory) {
   pc::Metrics metrics;
   for (int i = 1; i <= 3; ++i) {
@@ -403,7 +446,8 @@ TEST(SummaryJson, LayoutAndValues) {
   for (const auto& item : json.items()) keys.push_back(item.key());
   EXPECT_EQ(keys, (std::vector<std::string>{
                       "status", "exit_code", "message", "tool", "run", "steady_step_time_ns",
-                      "samples_per_second", "tflops_per_gpu", "mean_exposed_comm_ns",
+                      "steady_micro_batch_time_ns", "samples_per_second", "tokens_per_second",
+                      "tflops_per_gpu", "mean_exposed_comm_ns",
                       "mean_stall_ns", "peak_gathered_param_bytes", "peak_allocated_bytes",
                       "peak_reserved_bytes", "bucket_trajectory_numel", "num_alloc_retries", "scenario"}));
   EXPECT_EQ(json["num_alloc_retries"], 0);
@@ -426,9 +470,13 @@ TEST(SummaryJson, LayoutAndValues) {
   EXPECT_EQ(json["run"]["ranks"], 2);
   EXPECT_EQ(json["run"]["steady_iterations"], 1);
   EXPECT_EQ(json["run"]["steady_from_all_iterations"], false);
-  EXPECT_EQ(json["steady_step_time_ns"], 1'000'000'000);
-  EXPECT_DOUBLE_EQ(json["samples_per_second"].get<double>(), 8.0);  // 4 x 2 samples / 1 s
-  EXPECT_DOUBLE_EQ(json["tflops_per_gpu"].get<double>(), 3.0);      // 3e12 FLOP / 1 s
+  // grad_accum 8 and no optimizer step among the records: a step is 8 micro-batches of 1 s.
+  EXPECT_EQ(json["run"]["step_time_from_micro_batches"], true);
+  EXPECT_EQ(json["steady_micro_batch_time_ns"], 1'000'000'000);
+  EXPECT_EQ(json["steady_step_time_ns"], 8'000'000'000);
+  EXPECT_DOUBLE_EQ(json["samples_per_second"].get<double>(), 8.0);  // 4 x 2 x 8 samples / 8 s
+  EXPECT_DOUBLE_EQ(json["tokens_per_second"].get<double>(), 8.0 * 1024);
+  EXPECT_DOUBLE_EQ(json["tflops_per_gpu"].get<double>(), 3.0);      // 8 x 3e12 FLOP / 8 s
   EXPECT_EQ(json["bucket_trajectory_numel"], nlohmann::ordered_json({0, 5}));
   EXPECT_EQ(json["scenario"]["seed"], 7);
 }

@@ -26,4 +26,24 @@ inline const std::map<std::string, std::int64_t> kPublishedTotals = {
     {"tiny-llama", 2 * (65'536 + 65'536 + 65'536 + 3 * 176'128 + 512) + 2 * 1'048'576 + 256},
 };
 
+// The published totals, each from the model card's safetensors parameter count on huggingface.co
+// (the "Model size" / safetensors metadata of the repository named).
+inline const std::map<std::string, std::int64_t> kPublishedHfTotals = {
+    {"mistral-7b-v0.1", 7'241'732'096},         // mistralai/Mistral-7B-v0.1
+    {"mixtral-8x7b-v0.1", 46'702'792'704},      // mistralai/Mixtral-8x7B-v0.1
+    {"llama-3.1-8b", 8'030'261'248},            // meta-llama/Llama-3.1-8B
+    {"qwen2-7b", 7'615'616'512},                // Qwen/Qwen2-7B
+    {"phi-3-mini-4k-instruct", 3'821'079'552},  // microsoft/Phi-3-mini-4k-instruct
+    {"gemma-7b", 8'537'680'896},                // google/gemma-7b
+    {"gemma-2-9b", 9'241'705'984},              // google/gemma-2-9b
+    {"qwen1.5-moe-a2.7b", 14'315'784'192},      // Qwen/Qwen1.5-MoE-A2.7B
+    // openai-community/gpt2: GPT2LMHeadModel's 124,439,808 (the safetensors file also stores the
+    // 12 attn.bias causal-mask buffers, which are not parameters).
+    {"gpt2", 124'439'808},
+    // google-bert/bert-base-uncased: the safetensors total 110,106,428 is BertForPreTraining;
+    // BertForMaskedLM builds neither the pooler (768*768 + 768) nor the next-sentence head
+    // cls.seq_relationship (768*2 + 2).
+    {"bert-base-uncased", 110'106'428 - (768 * 768 + 768) - (768 * 2 + 2)},
+};
+
 }  // namespace prefetchlab::testing

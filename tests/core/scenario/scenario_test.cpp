@@ -2,6 +2,8 @@
 // own adaptive switch mapped onto the controller section.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/support/cli_runner.hpp"
 #include "core/scenario/scenario.hpp"
 
@@ -119,4 +121,78 @@ TEST(Scenario, AdaptiveSwitchContradictionsAreErrors) {
   // Agreeing values are fine.
   EXPECT_NO_THROW(load(std::string(kMinimal) + zero +
                        "controller: {policy: ema_threshold, max_bucket_numel: 5e8}\n"));
+}
+
+// NVMe offload is not modelled: refused where it is set, not simulated as CPU offload.
+TEST(Scenario, NvmeOffloadIsRefusedNamingItsKey) {
+  TempDir dir("scenario-nvme");
+  const std::string text = std::string(kMinimal) +
+                           "zero:\n  offload_optimizer:\n    device: nvme\n    nvme_path: /local_nvme\n";
+  try {
+    pc::load_scenario(dir.write("s.yaml", text), {}, kBundled);
+    ADD_FAILURE() << "NVMe offload was accepted";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "zero.offload_optimizer.device");
+    EXPECT_EQ(e.where().line, 6);
+    EXPECT_NE(std::string(e.problem()).find("not modelled"), std::string::npos) << e.problem();
+  }
+  // Through a ds_config file: the scenario's ds_config key is named.
+  dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 3, \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"/n\"}}}");
+  try {
+    pc::load_scenario(dir.write("s2.yaml", std::string(kMinimal) + "zero:\n  ds_config: ds.json\n"), {}, kBundled);
+    ADD_FAILURE() << "NVMe offload was accepted";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "zero.ds_config");
+    EXPECT_NE(std::string(e.problem()).find("offload_param.device"), std::string::npos) << e.problem();
+  }
+  // CPU offload stays allowed.
+  EXPECT_NO_THROW(load(std::string(kMinimal) + "zero:\n  offload_optimizer: {device: cpu}\n"));
+}
+
+// model: takes a Hugging Face config.json, relative to the scenario.
+TEST(Scenario, ModelMayBeAHuggingFaceConfig) {
+  const pc::Scenario s = load(std::string("model: ") + PREFETCHLAB_SOURCE_DIR +
+                              "/models/hf/qwen2-7b.json\ntraining: {micro_batch: 1, seq_len: 512}\n"
+                              "cluster: {hardware: h100-sxm-8x}\n");
+  EXPECT_EQ(s.model.architecture, "qwen2");
+  EXPECT_EQ(s.model.total_numel(), 7'615'616'512);
+  const bool noted = std::any_of(s.notes.begin(), s.notes.end(),
+                                 [](const std::string& n) { return n.find("rope_theta") != std::string::npos; });
+  EXPECT_TRUE(noted);
+  try {
+    load(std::string(kMinimal).replace(0, 17, "model: missing/config.json"));
+    ADD_FAILURE() << "a missing config.json was accepted";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "model");
+    EXPECT_NE(std::string(e.problem()).find("not found"), std::string::npos);
+  }
+}
+
+// Nodes of any bundled box join into a cluster when the scenario states the network between
+// them; without it, a node count above the profile's max_nodes says how to allow it.
+TEST(Scenario, ClusterNetworkJoinsNodesOfAOneBoxProfile) {
+  const std::string head = "model: gpt2-small\ntraining: {micro_batch: 2, seq_len: 512}\n";
+  const pc::Scenario s = load(head + "cluster:\n  hardware: a100-sxm-8x\n  nodes: 2\n  network: {nics_per_node: 4}\n");
+  EXPECT_EQ(s.cluster.world_size(), 16);
+  ASSERT_TRUE(s.cluster.hardware.network);
+  EXPECT_EQ(s.cluster.hardware.network->nics_per_node, 4);
+  EXPECT_DOUBLE_EQ(s.cluster.hardware.network->nic_bits_per_s, 200e9);  // the profile's 200 Gb NICs
+  try {
+    load(head + "cluster:\n  hardware: a100-sxm-8x\n  nodes: 2\n");
+    ADD_FAILURE() << "2 nodes of a one-box profile were accepted without a network";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "cluster.nodes");
+    EXPECT_EQ(e.where().line, 5);
+    EXPECT_NE(e.expected().find("cluster.network"), std::string::npos) << e.expected();
+  }
+  // A profile without a network (a PCIe workstation) needs both facts.
+  try {
+    load(head + "cluster:\n  hardware: l40s-8x-pcie4\n  nodes: 2\n  network: {nics_per_node: 2}\n");
+    ADD_FAILURE() << "a network without a NIC rate was accepted";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "cluster.network.nic_gbit_per_s");
+  }
+  const pc::Scenario l40s =
+      load(head + "cluster:\n  hardware: l40s-8x-pcie4\n  nodes: 3\n  network: {nics_per_node: 2, nic_gbit_per_s: 100}\n");
+  EXPECT_EQ(l40s.cluster.world_size(), 24);
 }
