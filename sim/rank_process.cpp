@@ -80,7 +80,8 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   const Stream* const streams[3] = {&compute_, all_gather_, reduce_scatter_};
   memory_ = std::make_unique<RankMemory>(shared.scenario->cluster.hardware.gpu.memory_bytes,
                                          shared.scenario->memory.allocator, streams, rank,
-                                         shared.scenario->output.memory_timeline);
+                                         shared.scenario->output.memory_timeline &&
+                                             shared.scenario->output.trace_ranks.contains(rank));
 
 }
 
