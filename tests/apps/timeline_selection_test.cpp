@@ -156,6 +156,22 @@ TEST_F(TimelineSelection, ABudgetKeepsWholeIterationsFromTheFirst) {
   expect_same_simulation(out.path());
 }
 
+// memory.csv under a budget: its rows stop at an iteration's end, and it says so.
+TEST_F(TimelineSelection, ABudgetCutsMemoryCsvAtAnIterationEnd) {
+  TempDir out("timeline-memory-budget");
+  const auto result = run_tiny(out.path(), {"output.timeline_budget=20KB", "output.trace=false"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string kept = read_file(out.path() / "memory.csv");
+  const std::string full = read_file(full_->path() / "memory.csv");
+  EXPECT_LT(kept.size(), 20'000u);
+  EXPECT_GT(kept.size(), 100u);
+  EXPECT_LT(kept.size(), full.size());
+  EXPECT_EQ(full.compare(0, kept.size(), kept), 0) << "the kept rows are the full file's first rows";
+  EXPECT_NE(result.output.find("note: memory.csv: iterations "), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("-6 left out to stay under 20 kB"), std::string::npos) << result.output;
+  expect_same_simulation(out.path());
+}
+
 TEST_F(TimelineSelection, AboveSixtyFourRanksTheDefaultsKeepTheFirstNode) {
   TempDir out("timeline-default");
   const auto result = run_tiny(out.path(), {"cluster.hardware=h100-sxm-cluster", "cluster.nodes=9",
