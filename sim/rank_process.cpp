@@ -600,7 +600,7 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
     call.iteration = current_->iteration;
     call.label = shared_.kind_label[3];
     call.phase = 1;
-    if (shared_.trace->enabled()) call.param_ids = bucket_.params();
+    if (shared_.trace->records_rank(rank_)) call.param_ids = bucket_.params();
     std::int32_t done = -1;
     issue_collective(*reduce_scatter_, call, done);
     wait(*reduce_scatter_, done);
@@ -686,7 +686,7 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       call.label = shared_.kind_label[static_cast<int>(gather->kind)];
       call.issued_by = context.module;
       call.phase = static_cast<std::int32_t>(context.phase);
-      if (shared_.trace->enabled()) call.param_ids = gather->param_ids;
+      if (shared_.trace->records_rank(rank_)) call.param_ids = gather->param_ids;
       std::int32_t done = -1;
       issue_collective(*all_gather_, call, done);
       const auto gather_index = static_cast<std::size_t>(gather->gather_id);

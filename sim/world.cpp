@@ -25,6 +25,10 @@ World::World(const core::Scenario& scenario, bool record_trace)
   const int world_size = static_cast<int>(scenario.cluster.world_size());
   communicator_ = std::make_unique<Communicator>(engine_, *cost_model_, world_size,
                                                  static_cast<int>(scenario.cluster.nodes), *this);
+  // Only traced ranks' calls are read after they finish (trace.json names what they moved).
+  std::vector<char> keep_calls(static_cast<std::size_t>(world_size), 0);
+  for (int r = 0; r < world_size; ++r) keep_calls[static_cast<std::size_t>(r)] = trace_.records_rank(r) ? 1 : 0;
+  communicator_->keep_calls_of(std::move(keep_calls));
   const auto& calibration = scenario.cluster.calibration;
   if (calibration.contention_model == core::CalibrationConstants::ContentionModel::kSharedCores) {
     shared_cores_ = std::make_unique<SharedCores>(calibration.shared_cores, world_size,
