@@ -58,6 +58,14 @@ void EventTable::forget_before(std::int32_t id) {
   }
 }
 
+void EventTable::forget_signalled_before(std::int32_t id) {
+  while (base_ < id && count_ > 0 && slots_[head_].signaled_ns >= 0) {
+    head_ = (head_ + 1) & (slots_.size() - 1);
+    --count_;
+    ++base_;
+  }
+}
+
 void EventTable::signal(std::int32_t id) {
   DeviceEvent& event = at(id);
   if (event.signaled_ns >= 0) throw std::logic_error("device event signalled twice");

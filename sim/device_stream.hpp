@@ -67,6 +67,8 @@ class EventTable {
   void signal(std::int32_t id);
   // Drops events with id < `id`; each must already be signalled (std::logic_error otherwise).
   void forget_before(std::int32_t id);
+  // Drops events with id < `id` up to the first one not yet signalled.
+  void forget_signalled_before(std::int32_t id);
 
   // `co_await events.host_wait(id)`: the host thread blocks until the event is signalled.
   struct HostWait {

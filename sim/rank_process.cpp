@@ -147,10 +147,15 @@ HostTask RankProcess::allocate_model_states() {
 
 void RankProcess::forget_before_iteration(std::int32_t i) {
   RankIteration& it = iterations_[static_cast<std::size_t>(i - 1)];
+  it.end_ns = events_.signaled_ns(it.iteration_end_event);  // the next iteration's start
   // A batch controller still has to read this iteration's samples at the next reset_step.
   if (it.samples_wanted && !controller_->decides_per_fetch()) return;
   std::vector<RankIteration::Fetch>().swap(it.fetches);
-  if (i >= 2) events_.forget_before(iterations_[static_cast<std::size_t>(i - 2)].first_event);
+  // Every signalled event of this iteration and before goes: the world has read them all, so a
+  // rank keeps about one iteration of events however long the run (the ring stays small).
+  events_.forget_signalled_before(static_cast<std::size_t>(i) < iterations_.size()
+                                      ? iterations_[static_cast<std::size_t>(i)].first_event
+                                      : events_.next_id());
 }
 
 TimeNs RankProcess::noisy_host_ns(TimeNs host_ns) {

@@ -197,7 +197,7 @@ core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
   for (const auto& rank : ranks_) {
     const RankIteration& it = rank->iteration(iteration);
     const EventTable& events = rank->events();
-    const TimeNs start = iteration == 1 ? 0 : events.signaled_ns(rank->iteration(iteration - 1).iteration_end_event);
+    const TimeNs start = iteration == 1 ? 0 : rank->iteration(iteration - 1).end_ns;
     const TimeNs forward_end = events.signaled_ns(it.forward_end_event);
     const TimeNs backward_compute_end = events.signaled_ns(it.backward_compute_end_event);
     const TimeNs backward_end = events.signaled_ns(it.backward_end_event);
