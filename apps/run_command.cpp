@@ -116,7 +116,9 @@ std::vector<std::string> timelines_left_out(const core::Scenario& scenario, std:
                                   : budget >= 1'000   ? std::to_string(budget / 1'000) + " kB"
                                                       : std::to_string(budget) + " bytes";
   auto over_budget = [&](std::int32_t first) {
-    return "iterations " + std::to_string(first) + "-" + std::to_string(iterations) + " left out to stay under " +
+    const std::string which = first >= iterations ? "iteration " + std::to_string(first)
+                                                   : "iterations " + std::to_string(first) + "-" + std::to_string(iterations);
+    return which + " left out to stay under " +
            budget_text + " (output.timeline_budget)";
   };
   std::vector<std::string> lines;
