@@ -15,6 +15,7 @@
 #include "core/io/json_file.hpp"
 #include "core/scenario/scenario.hpp"
 #include "sim/world.hpp"
+#include "parallel_runner.hpp"
 #include "static_bucket_grid.hpp"
 
 namespace prefetchlab::apps {
@@ -100,7 +101,7 @@ Outcome simulate(const std::string& file, const std::vector<std::string>& overri
   return outcome;
 }
 
-// Runs independent simulations on all cores; results keep the order of `jobs`.
+// Runs independent simulations on `threads` threads; results keep the order of `jobs`.
 std::vector<Outcome> run_all(const std::vector<std::function<Outcome()>>& jobs, unsigned threads) {
   std::vector<std::optional<Outcome>> results(jobs.size());
   std::vector<std::exception_ptr> errors(jobs.size());
@@ -166,7 +167,7 @@ std::string numel(std::int64_t n) {
 }
 
 int compare(const CompareOptions& options) {
-  const unsigned threads = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = options.jobs ? options.jobs : available_cpus();
   std::ostringstream table;
   table << "| scenario | configuration | start bucket | final bucket | steady step (ms) | seed spread | "
            "vs best static | within 2% of best static from iteration | peak reserved (GiB) |\n"
@@ -271,7 +272,7 @@ CLI::App* add_compare_command(CLI::App& app, int* exit_code) {
                       "(one seed where the scenario has no jitter: every seed would give the same run)")
       ->check(CLI::Range(1, 100));
   command->add_option("-o,--output", options->output, "write the markdown table here (default: stdout)");
-  command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: all cores)");
+  command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: the CPUs this process may use)");
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return compare(*options); }); });
   return command;
 }

@@ -266,7 +266,7 @@ CLI::App* add_fidelity_command(CLI::App& app, int* exit_code) {
   c->add_option("--category", o->category, "only cases of this kind: collective, training or host");
   c->add_option("--json", o->json_path, "also write the table as JSON to this file");
   c->add_option("--markdown", o->markdown_path, "also write the tables as Markdown to this file");
-  c->add_option("-j,--jobs", o->jobs, "threads (default: all cores); the output does not depend on it");
+  c->add_option("-j,--jobs", o->jobs, "threads (default: the CPUs this process may use); the output does not depend on it");
   c->callback([o, exit_code] { *exit_code = run_guarded([&] { return run_fidelity(*o); }); });
   return c;
 }

@@ -1,6 +1,9 @@
 #include "parallel_runner.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -8,8 +11,24 @@
 
 namespace prefetchlab::apps {
 
+unsigned available_cpus() {
+  // A dynamically sized set: the fixed cpu_set_t holds only 1024 CPUs.
+  for (int cpus = 1024; cpus <= (1 << 16); cpus *= 4) {
+    cpu_set_t* set = CPU_ALLOC(static_cast<std::size_t>(cpus));
+    if (!set) break;
+    const std::size_t size = CPU_ALLOC_SIZE(static_cast<std::size_t>(cpus));
+    CPU_ZERO_S(size, set);
+    const int rc = sched_getaffinity(0, size, set);
+    const int count = rc == 0 ? CPU_COUNT_S(size, set) : 0;
+    CPU_FREE(set);
+    if (rc == 0 && count > 0) return static_cast<unsigned>(count);
+    if (rc != 0 && errno != EINVAL) break;  // EINVAL: the kernel's mask is larger; try larger
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 unsigned thread_count(unsigned requested, std::size_t work) {
-  const unsigned cores = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = requested ? requested : available_cpus();
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(cores, work)));
 }
 

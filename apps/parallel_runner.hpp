@@ -1,12 +1,17 @@
 #pragma once
-// Independent simulations on several threads (sweep and tune share it).
+// Independent simulations on several threads (sweep, tune, compare and fidelity share it).
 #include <atomic>
 #include <cstddef>
 #include <functional>
 
 namespace prefetchlab::apps {
 
-// Threads to use: `requested` (0 = all cores), never more than `work` items, at least 1.
+// The CPUs this process may run on: its affinity mask (sched_getaffinity), which is what a
+// Slurm or cgroup cpuset allocation, `taskset` or `docker --cpuset-cpus` limit, not every core of
+// the node. Falls back to std::thread::hardware_concurrency() where the mask cannot be read.
+unsigned available_cpus();
+
+// Threads to use: `requested` (0 = available_cpus()), never more than `work` items, at least 1.
 unsigned thread_count(unsigned requested, std::size_t work);
 
 // Runs body(i) for i in [0, count) on `threads` threads, stopping early when `stop` becomes true

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "command_context.hpp"
+#include "memory_timeline_writer.hpp"
 #include "core/io/json_file.hpp"
 #include "core/metrics/metrics_csv.hpp"
 #include "core/control/prefetch_controller.hpp"
@@ -107,6 +108,53 @@ void warn_about_cache_flushes(const core::SummaryStats& stats) {
                "bucket or the micro batch to make room\n";
 }
 
+// What trace.json, samples.csv and memory.csv left out (output.trace_ranks, trace_iterations and
+// the default limits above 64 ranks), one line per file; nothing when they hold everything.
+std::vector<std::string> timelines_left_out(const core::Scenario& scenario, std::int32_t trace_over_budget,
+                                            std::int32_t memory_over_budget) {
+  const core::OutputConfig& output = scenario.output;
+  const std::int64_t world_size = scenario.cluster.world_size();
+  const std::int64_t iterations = scenario.training.iterations;
+  const std::string why = output.timelines_limited_by_default
+                              ? " (the default above " + std::to_string(core::kLimitTimelinesAboveRanks) +
+                                    " ranks; output.trace_ranks and output.trace_iterations choose)"
+                              : "";
+  const std::string ranks = output.trace_ranks.all() ? ""
+                                                     : "ranks " + core::describe_indices(output.trace_ranks.indices) +
+                                                           " of " + std::to_string(world_size) + " kept";
+  const std::int64_t budget = output.timeline_budget_bytes;
+  const std::string budget_text = budget >= 1'000'000 ? std::to_string(budget / 1'000'000) + " MB"
+                                  : budget >= 1'000   ? std::to_string(budget / 1'000) + " kB"
+                                                      : std::to_string(budget) + " bytes";
+  auto over_budget = [&](std::int32_t first) {
+    const std::string which = first >= iterations ? "iteration " + std::to_string(first)
+                                                   : "iterations " + std::to_string(first) + "-" + std::to_string(iterations);
+    return which + " left out to stay under " +
+           budget_text + " (output.timeline_budget)";
+  };
+  std::vector<std::string> lines;
+  auto add = [&](const std::string& file, std::vector<std::string> parts) {
+    std::string text;
+    for (const auto& part : parts) {
+      if (!part.empty()) text += (text.empty() ? "" : "; ") + part;
+    }
+    if (!text.empty()) lines.push_back(file + ": " + text + why);
+  };
+  if (output.trace) {
+    const std::string kept_iterations =
+        output.trace_iterations.all()
+            ? ""
+            : "iterations " + core::describe_indices(output.trace_iterations.indices) + " of " +
+                  std::to_string(iterations) + " kept";
+    add("trace.json", {ranks, kept_iterations, trace_over_budget > 0 ? over_budget(trace_over_budget) : ""});
+  }
+  add("samples.csv", {ranks});
+  if (output.memory_timeline) {
+    add("memory.csv", {ranks, memory_over_budget > 0 ? over_budget(memory_over_budget) : ""});
+  }
+  return lines;
+}
+
 int run(const RunOptions& options) {
   core::Scenario scenario = core::load_scenario(options.scenario, options.overrides, bundled_data());
   const std::filesystem::path dir =
@@ -118,24 +166,29 @@ int run(const RunOptions& options) {
   core::SamplesCsv samples_csv(dir / "samples.csv",
                                {core::kHostWaitColumn, core::kHostIntervalColumn, core::kPeakReservedColumn});
   core::BucketsCsv buckets_csv(dir / "buckets.csv");
-  std::optional<core::MemoryCsv> memory_csv;
-  if (scenario.output.memory_timeline) memory_csv.emplace(dir / "memory.csv");
+  std::optional<MemoryTimelineWriter> memory_csv;
+  if (scenario.output.memory_timeline) memory_csv.emplace(dir / "memory.csv", scenario.output.timeline_budget_bytes);
   sim::IterationSink sink;
   sink.on_iteration = [&](const core::IterationRecord& record, std::span<const core::TimingSample> samples,
                           std::span<const core::BucketRecord> buckets) {
     samples_csv.append(samples);
     buckets_csv.append(buckets);
     iterations_csv.append(record);
+    if (memory_csv) memory_csv->end_iteration(record.iteration);
   };
   sink.on_memory = [&](std::span<const core::MemoryPoint> points) {
-    if (memory_csv) memory_csv->append(points);
+    if (memory_csv) memory_csv->add(points);
   };
+  if (!scenario.output.trace_ranks.all()) {
+    sink.sample_rank_mask = scenario.output.trace_ranks.mask(scenario.cluster.world_size());
+  }
 
   sim::World world(scenario, scenario.output.trace || !options.kineto_dir.empty());
   g_interrupted.store(false);
   const auto previous = std::signal(SIGINT, on_sigint);
   sim::WorldResult result = world.run(sink, &g_interrupted);
   std::signal(SIGINT, previous);
+  if (memory_csv) memory_csv->finish();
 
   const core::SummaryStats stats =
       core::summarize(result.metrics, static_cast<int>(scenario.training.warmup_iterations));
@@ -157,11 +210,16 @@ int run(const RunOptions& options) {
                             ? core::run_status_exit_code(result.status)
                             : kExitExpectationFailed;
   summary["exit_code"] = exit_code;
+  const std::vector<std::string> left_out =
+      timelines_left_out(scenario, world.trace().first_iteration_over_budget(),
+                         memory_csv ? memory_csv->first_iteration_over_budget() : 0);
+  if (!left_out.empty()) summary["timelines_left_out"] = left_out;
   core::write_json_atomically(dir / "summary.json", summary);
   if (scenario.output.trace) sim::write_trace_json(dir / "trace.json", world);
   if (!options.kineto_dir.empty()) sim::write_kineto_traces(options.kineto_dir, world);
   print_summary(scenario, stats, result, dir);
   warn_about_cache_flushes(stats);
+  for (const std::string& line : left_out) std::cerr << "note: " << line << "\n";
   for (const auto& check : checks) {
     std::cout << "expect " << check["check"].get<std::string>() << ": " << check["expected"].dump() << ", got "
               << check["actual"].dump() << (check["met"].get<bool>() ? " (met)" : " (NOT MET)") << "\n";

@@ -51,7 +51,24 @@ struct SweepOptions {
   unsigned jobs = 0;
   bool resume = false;
   std::string shard;
+  bool yes = false;  // --yes: run a grid above kMaxPointsWithoutYes
 };
+
+// Above this many points a sweep asks for --yes before it starts. Every point is loaded and
+// checked before the first runs (about 1 ms each for a small model on one core), and a point of
+// even the smallest bundled scenario takes tens of ms to simulate, so 1e6 points is hours of
+// work: a grid this large is more likely a misplaced list than an intended sweep.
+constexpr std::size_t kMaxPointsWithoutYes = 1'000'000;
+
+// Checking this many points takes long enough (seconds) to say what is happening first.
+constexpr std::size_t kPointsWorthACheckingLine = 10'000;
+
+// "5 x 2 x 6" for the sizes of a grid's axes.
+std::string axis_sizes(const core::SweepGrid& grid) {
+  std::string text;
+  for (const auto& axis : grid.axes()) text += (text.empty() ? "" : " x ") + std::to_string(axis.size());
+  return text;
+}
 
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_stop_signal(int) { g_interrupted.store(true); }
@@ -238,6 +255,18 @@ void sort_results(const fs::path& results_path) {
 int sweep(const SweepOptions& options) {
   const core::SweepGrid grid = core::SweepGrid::load(options.grid);
   const core::ShardSpec shard = options.shard.empty() ? core::ShardSpec{} : core::parse_shard_spec(options.shard);
+  if (grid.point_count() > kMaxPointsWithoutYes && !options.yes) {
+    throw core::InputError({options.grid, grid.keys().front().line}, "",
+                           "has " + std::to_string(grid.point_count()) + " points (" + axis_sizes(grid) +
+                               "), more than the " + std::to_string(kMaxPointsWithoutYes) +
+                               " a sweep starts without --yes",
+                           "a smaller grid, or --yes to check and run all of them");
+  }
+  if (grid.point_count() >= kPointsWorthACheckingLine) {
+    std::printf("sweep: checking all %zu points (%s) of %s before the first runs\n", grid.point_count(),
+                axis_sizes(grid).c_str(), options.grid.c_str());
+    std::fflush(stdout);
+  }
   const core::BundledData bundled = bundled_data();
   (void)core::parse_yaml_file(options.scenario);  // a missing scenario is its own error, not each point's
   std::vector<std::optional<core::Scenario>> kept = validate_points(options, grid, shard, bundled);
@@ -261,13 +290,17 @@ int sweep(const SweepOptions& options) {
   std::mutex mutex;  // the two writers, the counters and the progress line
   std::size_t finished = 0;
   std::map<std::string, std::size_t> by_status;
-  SweepProgress progress(todo.size());
 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const StopSignals signals;
   std::atomic<bool> stop{false};
   const unsigned threads = thread_count(options.jobs, todo.size());
+  std::printf("sweep: %zu points (%s); %zu of %zu points of %s to run on %u threads\n", grid.point_count(),
+              axis_sizes(grid).c_str(), todo.size(), shard_points,
+              shard.whole() ? "the sweep" : ("shard " + shard.text()).c_str(), threads);
+  std::fflush(stdout);
+  SweepProgress progress(todo.size());
   try {
     parallel_for(todo.size(), threads, stop, [&](std::size_t i) {
       const std::size_t point = todo[i];
@@ -331,14 +364,19 @@ CLI::App* add_sweep_command(CLI::App& app, int* exit_code) {
       "are done), DIR/timings.csv (point, session, wall_s) and DIR/sweep.json. No per-run files.\n"
       "--resume runs only the points without a row (a torn last row is dropped); it must be the\n"
       "same scenario, grid and shard. --shard i/N runs the points p with p mod N = i; join the\n"
-      "shard folders with `prefetchlab merge`. Exit code 0 when every point has a row (an OOM\n"
+      "shard folders with `prefetchlab merge`. A grid of more than 1000000 points is refused (with\n"
+      "its count) unless --yes is given. -j defaults to the CPUs the process may use (its affinity\n"
+      "mask: a Slurm or cgroup allocation, taskset). Exit code 0 when every point has a row (an OOM\n"
       "point is a row), 2 for bad input, 130 when interrupted.");
   command->add_option("scenario", options->scenario, "scenario YAML")->required();
   command->add_option("--grid", options->grid, "grid YAML: dotted scenario keys to lists of values")->required();
   command->add_option("-o,--output", options->output_dir, "output folder")->required();
-  command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: all cores)");
+  command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: the CPUs this process may use, sched_getaffinity)");
   command->add_flag("--resume", options->resume, "continue the sweep in DIR: run only points without a row");
   command->add_option("--shard", options->shard, "i/N: run only the points p with p mod N = i (i from 0)");
+  command->add_flag("--yes", options->yes,
+                    "run a grid of more than " + std::to_string(kMaxPointsWithoutYes) +
+                        " points (refused without it, with the count)");
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return sweep(*options); }); });
   return command;
 }

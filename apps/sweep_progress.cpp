@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <cstdio>
-
 namespace prefetchlab::apps {
 namespace {
 
@@ -12,25 +10,44 @@ constexpr std::chrono::milliseconds kRedrawInterval{200};
 
 }  // namespace
 
-SweepProgress::SweepProgress(std::size_t total)
-    : enabled_(::isatty(STDERR_FILENO) == 1), total_(total), start_(Clock::now()), last_draw_(start_) {}
+SweepProgress::SweepProgress(std::size_t total, std::FILE* out, std::chrono::seconds log_interval)
+    : out_(out),
+      terminal_(::isatty(::fileno(out)) == 1),
+      total_(total),
+      interval_(terminal_ ? Clock::duration(kRedrawInterval) : Clock::duration(log_interval)),
+      start_(Clock::now()),
+      last_draw_(start_) {
+  if (total_ > 0) draw(0, start_);  // before the work: the count, and that the rate comes with the first point
+}
 
 void SweepProgress::update(std::size_t done) {
-  if (!enabled_) return;
   const auto now = Clock::now();
-  if (done < total_ && now - last_draw_ < kRedrawInterval) return;
+  if (done < total_ && now - last_draw_ < interval_) return;
+  draw(done, now);
+}
+
+void SweepProgress::draw(std::size_t done, Clock::time_point now) {
   last_draw_ = now;
   const double elapsed_s = std::chrono::duration<double>(now - start_).count();
   const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0.0;
-  const double eta_s = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;
-  std::fprintf(stderr, "\rsweep: %zu/%zu points, %.1f points/s, ETA %.0f s   ", done, total_, rate, eta_s);
-  std::fflush(stderr);
-  drawn_ = true;
+  // On a terminal: back to the line's start and clear it (ECMA-48 EL), so a shorter line
+  // leaves nothing of the longer one before it.
+  const char* begin = terminal_ ? "\r\033[K" : "";
+  const char* end = terminal_ ? "" : "\n";
+  if (done == 0) {
+    std::fprintf(out_, "%ssweep: 0/%zu points, rate and ETA after the first point%s", begin, total_, end);
+  } else {
+    const double eta_s = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;
+    std::fprintf(out_, "%ssweep: %zu/%zu points, %.1f points/s, ETA %.0f s%s", begin, done, total_, rate, eta_s,
+                 end);
+  }
+  std::fflush(out_);
+  drawn_ = terminal_;
 }
 
 void SweepProgress::finish() {
   if (!drawn_) return;
-  std::fputc('\n', stderr);
+  std::fputc('\n', out_);
   drawn_ = false;
 }
 

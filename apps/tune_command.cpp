@@ -732,7 +732,7 @@ CLI::App* add_tune_command(CLI::App& app, int* exit_code) {
   command->add_option("--seeds", options->seeds, "tuning seeds 1..N (default 3)");
   command->add_option("--budget", options->budget, "candidates to score (default 150)");
   command->add_flag("--deployable", options->deployable, "only keys DeepSpeed reads");
-  command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: all cores)");
+  command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: the CPUs this process may use, sched_getaffinity)");
   command->add_option("-o,--output", options->output_dir, "output folder")->required();
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return tune(*options); }); });
   return command;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace prefetchlab::sim {
 
@@ -13,24 +15,46 @@ Communicator::Communicator(EventEngine& engine, const CollectiveCostModel& cost_
       ranks_(ranks),
       nodes_(nodes),
       listener_(listener),
-      issued_(static_cast<std::size_t>(ranks)) {}
+      issued_(static_cast<std::size_t>(ranks)),
+      issued_base_(static_cast<std::size_t>(ranks), 0) {}
 
 std::int64_t Communicator::issue(int rank, const CollectiveCall& call) {
   auto& calls = issued_[static_cast<std::size_t>(rank)];
   calls.push_back(call);
-  return static_cast<std::int64_t>(calls.size() - 1);
+  return issued_base_[static_cast<std::size_t>(rank)] + static_cast<std::int64_t>(calls.size() - 1);
 }
 
 const CollectiveCall& Communicator::call(int rank, std::int64_t seq) const {
-  return issued_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(seq)];
+  const std::int64_t base = issued_base_[static_cast<std::size_t>(rank)];
+  if (seq < base) throw std::logic_error("collective call " + std::to_string(seq) + " of rank " + std::to_string(rank) + " was forgotten");
+  return issued_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(seq - base)];
 }
 
+void Communicator::keep_calls_of(std::vector<char> rank_mask) { keep_calls_ = std::move(rank_mask); }
+
 Communicator::Slot& Communicator::slot(std::int64_t seq) {
-  while (static_cast<std::int64_t>(slots_.size()) <= seq) {
+  while (slot_base_ + static_cast<std::int64_t>(slots_.size()) <= seq) {
     slots_.push_back(Slot{});
     arrived_.resize(arrived_.size() + static_cast<std::size_t>(ranks_), nullptr);
   }
-  return slots_[static_cast<std::size_t>(seq)];
+  return slots_[static_cast<std::size_t>(seq - slot_base_)];
+}
+
+void Communicator::forget_through(std::int64_t seq) {
+  while (slot_base_ <= seq && !slots_.empty()) {
+    slots_.pop_front();
+    arrived_.erase(arrived_.begin(), arrived_.begin() + ranks_);
+    ++slot_base_;
+  }
+  if (keep_calls_.empty()) return;
+  for (std::size_t r = 0; r < issued_.size(); ++r) {
+    if (keep_calls_[r]) continue;
+    auto& calls = issued_[r];
+    while (issued_base_[r] <= seq && !calls.empty()) {
+      calls.pop_front();
+      ++issued_base_[r];
+    }
+  }
 }
 
 void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
@@ -86,15 +110,16 @@ void Communicator::on_event(std::int64_t tag) {
   Slot& s = slot(seq);
   listener_.on_collective_done(seq, call(0, seq), s.start_ns, engine_.now_ns());
   for (int r = 0; r < ranks_; ++r) arrived(seq, r)->collective_done();
+  forget_through(seq);
 }
 
 std::vector<int> Communicator::ranks_waiting() const {
   std::vector<int> waiting;
-  for (std::size_t seq = 0; seq < slots_.size(); ++seq) {
-    const Slot& s = slots_[seq];
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
     if (s.arrivals == 0 || s.arrivals == ranks_) continue;
     for (int r = 0; r < ranks_; ++r) {
-      if (arrived_[seq * static_cast<std::size_t>(ranks_) + static_cast<std::size_t>(r)]) waiting.push_back(r);
+      if (arrived_[i * static_cast<std::size_t>(ranks_) + static_cast<std::size_t>(r)]) waiting.push_back(r);
     }
     break;
   }

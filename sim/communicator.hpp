@@ -6,6 +6,7 @@
 // collectives (kind or size) are a *collective mismatch*: the hang a real job would suffer,
 // reported with where it happened.
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,7 +55,12 @@ class Communicator final : public EventHandler {
 
   // Rank `rank` issues its next collective (host time); returns the call's sequence number.
   std::int64_t issue(int rank, const CollectiveCall& call);
+  // A call of `rank`: any it issued when its calls are kept (the default), else one not yet
+  // finished (std::logic_error for a forgotten one).
   const CollectiveCall& call(int rank, std::int64_t seq) const;
+  // A byte per rank: 1 keeps every call the rank issues for the whole run (its trace names them),
+  // 0 forgets each once finished, so memory does not grow with the run's collectives x ranks.
+  void keep_calls_of(std::vector<char> rank_mask);
   // The rank's NCCL stream reached call `seq`.
   void arrive(int rank, std::int64_t seq, Stream& stream);
 
@@ -87,19 +93,27 @@ class Communicator final : public EventHandler {
   static constexpr std::int64_t kGenerations = 1 << 16;
   Slot& slot(std::int64_t seq);
   // The stream each rank arrived on at collective `seq` (null until it arrives); one flat
-  // array, `ranks_` entries per seq, so a collective allocates no list of its own.
+  // array from slot_base_ on, `ranks_` entries per seq, so a collective allocates no list of
+  // its own; finished collectives' entries are dropped from the front.
   Stream*& arrived(std::int64_t seq, int rank) {
-    return arrived_[static_cast<std::size_t>(seq) * static_cast<std::size_t>(ranks_) + static_cast<std::size_t>(rank)];
+    return arrived_[static_cast<std::size_t>(seq - slot_base_) * static_cast<std::size_t>(ranks_) +
+                    static_cast<std::size_t>(rank)];
   }
+  // Drops what finished collectives up to `seq` left: their slots, arrivals and (for ranks
+  // whose calls are not kept) calls.
+  void forget_through(std::int64_t seq);
 
   EventEngine& engine_;
   const CollectiveCostModel& cost_model_;
   int ranks_;
   int nodes_;
   CollectiveListener& listener_;
-  std::vector<std::vector<CollectiveCall>> issued_;  // per rank, in issue order
-  std::vector<Slot> slots_;                          // by seq
-  std::vector<Stream*> arrived_;                     // by seq, then rank
+  std::vector<std::deque<CollectiveCall>> issued_;  // per rank, in issue order from issued_base_
+  std::vector<std::int64_t> issued_base_;           // per rank: seq of issued_[rank].front()
+  std::vector<char> keep_calls_;                    // per rank; empty = keep every rank's
+  std::deque<Slot> slots_;                          // by seq from slot_base_
+  std::int64_t slot_base_ = 0;
+  std::deque<Stream*> arrived_;                     // by seq from slot_base_, then rank
   std::optional<CollectiveMismatch> mismatch_;
   Running running_;
 };

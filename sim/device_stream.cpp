@@ -32,8 +32,8 @@ std::int32_t EventTable::create() {
   event.signaled_ns = -1;
   event.notify = nullptr;
   event.notify_tag = 0;
-  event.waiting_streams.clear();
-  event.waiting_hosts.clear();
+  event.waiting_host = nullptr;
+  event.waiting_stream_count = 0;
   ++count_;
   return next_id() - 1;
 }
@@ -58,17 +58,47 @@ void EventTable::forget_before(std::int32_t id) {
   }
 }
 
+void EventTable::forget_signalled_before(std::int32_t id) {
+  while (base_ < id && count_ > 0 && slots_[head_].signaled_ns >= 0) {
+    head_ = (head_ + 1) & (slots_.size() - 1);
+    --count_;
+    ++base_;
+  }
+}
+
 void EventTable::signal(std::int32_t id) {
   DeviceEvent& event = at(id);
   if (event.signaled_ns >= 0) throw std::logic_error("device event signalled twice");
   event.signaled_ns = engine_.now_ns();
   // Waiters continue through the event queue (not by direct call) so that everything that
   // happens at one instant runs in a deterministic (time, sequence) order without recursion.
-  for (Stream* stream : event.waiting_streams) stream->wake();
-  for (auto host : event.waiting_hosts) engine_.schedule_at(engine_.now_ns(), resumer_, CoroutineResumer::tag_of(host));
+  for (int i = 0; i < event.waiting_stream_count; ++i) streams_[event.waiting_streams[i]]->wake();
+  if (event.waiting_host) {
+    engine_.schedule_at(engine_.now_ns(), resumer_, CoroutineResumer::tag_of(event.waiting_host));
+  }
   if (event.notify) engine_.schedule_at(engine_.now_ns(), *event.notify, event.notify_tag);
-  event.waiting_streams.clear();
-  event.waiting_hosts.clear();
+  event.waiting_stream_count = 0;
+  event.waiting_host = nullptr;
+}
+
+std::uint8_t EventTable::add_stream(Stream* stream) {
+  if (streams_.size() > 255) throw std::logic_error("more than 256 streams on one event table");
+  streams_.push_back(stream);
+  return static_cast<std::uint8_t>(streams_.size() - 1);
+}
+
+void EventTable::add_waiting_stream(std::int32_t id, std::uint8_t stream_index) {
+  DeviceEvent& event = at(id);
+  if (event.waiting_stream_count == DeviceEvent::kMaxWaitingStreams) {
+    throw std::logic_error("more streams wait on one device event than it holds");
+  }
+  event.waiting_streams[event.waiting_stream_count++] = stream_index;
+}
+
+void EventTable::set_waiting_host(std::int32_t id, std::coroutine_handle<> host) {
+  DeviceEvent& event = at(id);
+  if (event.waiting_host) throw std::logic_error("two host waits on one device event");
+  event.waiting_host = host;
 }
 
 void Stream::push(const StreamOp& op) {
@@ -185,7 +215,7 @@ void Stream::advance() {
         }
         state_ = State::kBlockedOnEvent;
         started_ns_ = now;
-        events_.at(op.event).waiting_streams.push_back(this);
+        events_.add_waiting_stream(op.event, event_table_index_);
         return;
       case OpKind::kCollective:
         state_ = State::kInCollective;

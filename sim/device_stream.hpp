@@ -35,12 +35,17 @@ struct StreamOp {
 class Stream;
 class SharedCores;
 
+// 40 bytes, no heap: a rank keeps about an iteration of these (32k for Llama-2-70B), so they
+// are most of a rank's memory. Waiters fit inline: a stream waits on one event at a time and a
+// rank has a handful of streams; its one host thread waits on one event at a time.
 struct DeviceEvent {
+  static constexpr int kMaxWaitingStreams = 7;
   TimeNs signaled_ns = -1;
   EventHandler* notify = nullptr;  // told (with notify_tag) when the event is signalled
   std::int64_t notify_tag = 0;
-  std::vector<Stream*> waiting_streams;
-  std::vector<std::coroutine_handle<>> waiting_hosts;
+  std::coroutine_handle<> waiting_host;  // null when none
+  std::uint8_t waiting_stream_count = 0;
+  std::uint8_t waiting_streams[kMaxWaitingStreams] = {};  // EventTable stream indices, in wait order
 };
 
 // Receives what a stream did, for metrics and traces.
@@ -58,6 +63,10 @@ class StreamObserver {
 class EventTable {
  public:
   EventTable(EventEngine& engine, CoroutineResumer& resumer) : engine_(engine), resumer_(resumer) {}
+  // A stream that may wait on this table's events; returns its index (std::logic_error past 255).
+  std::uint8_t add_stream(Stream* stream);
+  // `stream` (added) waits for event `id`, woken in wait order when it is signalled.
+  void add_waiting_stream(std::int32_t id, std::uint8_t stream_index);
   std::int32_t create();
   std::int32_t next_id() const { return base_ + static_cast<std::int32_t>(count_); }
   DeviceEvent& at(std::int32_t id) { return slots_[index(id)]; }
@@ -67,13 +76,15 @@ class EventTable {
   void signal(std::int32_t id);
   // Drops events with id < `id`; each must already be signalled (std::logic_error otherwise).
   void forget_before(std::int32_t id);
+  // Drops events with id < `id` up to the first one not yet signalled.
+  void forget_signalled_before(std::int32_t id);
 
   // `co_await events.host_wait(id)`: the host thread blocks until the event is signalled.
   struct HostWait {
     EventTable& table;
     std::int32_t id;
     bool await_ready() const { return table.signaled(id); }
-    void await_suspend(std::coroutine_handle<> self) { table.at(id).waiting_hosts.push_back(self); }
+    void await_suspend(std::coroutine_handle<> self) { table.set_waiting_host(id, self); }
     void await_resume() const noexcept {}
   };
   HostWait host_wait(std::int32_t id) { return HostWait{*this, id}; }
@@ -87,7 +98,9 @@ class EventTable {
     return (head_ + static_cast<std::size_t>(id - base_)) & (slots_.size() - 1);
   }
   [[noreturn]] static void throw_forgotten(std::int32_t id);
+  void set_waiting_host(std::int32_t id, std::coroutine_handle<> host);
   void grow();
+  std::vector<Stream*> streams_;  // by index (add_stream)
   // A ring of live events (power-of-two size): the oldest, id base_, at slots_[head_]. Slots
   // are reused as events are forgotten, waiter lists keeping their capacity, so creating an
   // event allocates nothing in steady state. References stay valid until the next create().
@@ -100,7 +113,10 @@ class EventTable {
 class Stream final : public EventHandler {
  public:
   Stream(EventEngine& engine, EventTable& events, StreamObserver& observer, int rank, StreamKind kind)
-      : engine_(engine), events_(events), observer_(observer), rank_(rank), kind_(kind) {}
+      : engine_(engine), events_(events), observer_(observer), rank_(rank), kind_(kind),
+        event_table_index_(events.add_stream(this)) {}
+  Stream(const Stream&) = delete;  // its table holds its address
+  Stream& operator=(const Stream&) = delete;
 
   // Enqueued by the host at the current simulated time.
   void push(const StreamOp& op);
@@ -142,6 +158,7 @@ class Stream final : public EventHandler {
   StreamObserver& observer_;
   int rank_;
   StreamKind kind_;
+  std::uint8_t event_table_index_;
   FifoQueue<StreamOp> queue_;
   State state_ = State::kReady;
   TimeNs started_ns_ = 0;  // of the head operation's current state

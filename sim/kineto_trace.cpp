@@ -38,6 +38,7 @@ void write_kineto_traces(const std::filesystem::path& dir, const World& world) {
   const LabelTable& labels = world.labels();
   const int ranks = world.ranks();
   for (int rank = 0; rank < ranks; ++rank) {
+    if (!world.trace().records_rank(rank)) continue;  // output.trace_ranks left it out
     core::KinetoTraceWriter writer(rank, ranks, "prefetchlab simulated run: " + world.scenario().name);
     std::map<std::int32_t, std::pair<TimeNs, TimeNs>> iterations;  // iteration -> first start, last end
     world.trace().for_each_span([&](const TraceSpan& span) {

@@ -80,7 +80,8 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   const Stream* const streams[3] = {&compute_, all_gather_, reduce_scatter_};
   memory_ = std::make_unique<RankMemory>(shared.scenario->cluster.hardware.gpu.memory_bytes,
                                          shared.scenario->memory.allocator, streams, rank,
-                                         shared.scenario->output.memory_timeline);
+                                         shared.scenario->output.memory_timeline &&
+                                             shared.scenario->output.trace_ranks.contains(rank));
 
 }
 
@@ -146,10 +147,15 @@ HostTask RankProcess::allocate_model_states() {
 
 void RankProcess::forget_before_iteration(std::int32_t i) {
   RankIteration& it = iterations_[static_cast<std::size_t>(i - 1)];
+  it.end_ns = events_.signaled_ns(it.iteration_end_event);  // the next iteration's start
   // A batch controller still has to read this iteration's samples at the next reset_step.
   if (it.samples_wanted && !controller_->decides_per_fetch()) return;
   std::vector<RankIteration::Fetch>().swap(it.fetches);
-  if (i >= 2) events_.forget_before(iterations_[static_cast<std::size_t>(i - 2)].first_event);
+  // Every signalled event of this iteration and before goes: the world has read them all, so a
+  // rank keeps about one iteration of events however long the run (the ring stays small).
+  events_.forget_signalled_before(static_cast<std::size_t>(i) < iterations_.size()
+                                      ? iterations_[static_cast<std::size_t>(i)].first_event
+                                      : events_.next_id());
 }
 
 TimeNs RankProcess::noisy_host_ns(TimeNs host_ns) {
@@ -599,7 +605,7 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
     call.iteration = current_->iteration;
     call.label = shared_.kind_label[3];
     call.phase = 1;
-    if (shared_.trace->enabled()) call.param_ids = bucket_.params();
+    if (shared_.trace->records_rank(rank_)) call.param_ids = bucket_.params();
     std::int32_t done = -1;
     issue_collective(*reduce_scatter_, call, done);
     wait(*reduce_scatter_, done);
@@ -685,7 +691,7 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       call.label = shared_.kind_label[static_cast<int>(gather->kind)];
       call.issued_by = context.module;
       call.phase = static_cast<std::int32_t>(context.phase);
-      if (shared_.trace->enabled()) call.param_ids = gather->param_ids;
+      if (shared_.trace->records_rank(rank_)) call.param_ids = gather->param_ids;
       std::int32_t done = -1;
       issue_collective(*all_gather_, call, done);
       const auto gather_index = static_cast<std::size_t>(gather->gather_id);

@@ -66,6 +66,7 @@ struct RankIteration {
   };
   std::vector<Fetch> fetches;
   std::int32_t first_event = 0;  // the first device event this iteration created
+  TimeNs end_ns = -1;            // iteration_end_event's time, kept once the world has read it
   bool samples_wanted = false;   // the controller asked for this iteration's samples
   std::vector<std::size_t> invalidated_after;  // fetch indices whose fetch invalidated the trace
 };

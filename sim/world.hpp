@@ -35,6 +35,9 @@ struct IterationSink {
   // false: on_iteration gets no samples. Building them is a sizeable share of a short run, and
   // a sweep, which keeps only the summary, never reads them. Controllers get theirs regardless.
   bool wants_samples = true;
+  // A byte per rank, 1 for the ranks whose samples on_iteration gets (output.trace_ranks);
+  // empty = every rank.
+  std::vector<char> sample_rank_mask;
 };
 
 struct WorldResult {
@@ -68,6 +71,7 @@ class World final : public EventHandler, public CollectiveListener {
 
  private:
   void build_shared_context();
+  void limit_trace();  // output.trace_ranks, trace_iterations and the timeline budget
   void finalize_ready_iterations();
   // Leaves `samples` empty when `with_samples` is false.
   core::IterationRecord combine(std::int32_t iteration, bool with_samples, std::vector<core::TimingSample>& samples,

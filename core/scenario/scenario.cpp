@@ -353,6 +353,26 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
   scenario.output.dir = output.get_string("dir", "out/" + scenario.name);
   scenario.output.trace = output.get_bool("trace", scenario.output.trace);
   scenario.output.memory_timeline = output.get_bool("memory_timeline", scenario.output.memory_timeline);
+  const std::int64_t world_size = scenario.cluster.world_size();
+  scenario.output.trace_ranks = read_index_selection(output, "trace_ranks", 0, world_size - 1, false, "ranks");
+  scenario.output.trace_iterations =
+      read_index_selection(output, "trace_iterations", 1, scenario.training.iterations, true, "iterations");
+  scenario.output.timeline_budget_bytes = output.get_bytes("timeline_budget", 0);
+  if (scenario.output.timeline_budget_bytes < 0) {
+    output.fail("timeline_budget", "is negative", "a size such as 200MB, or 0 for no budget");
+  }
+  // Large worlds: the first node's ranks, and a budget unless the iterations are chosen.
+  if (world_size > kLimitTimelinesAboveRanks) {
+    if (!output.has("trace_ranks")) {
+      scenario.output.trace_ranks.text = "first:" + std::to_string(kDefaultTraceRanks);
+      for (std::int64_t r = 0; r < kDefaultTraceRanks; ++r) scenario.output.trace_ranks.indices.push_back(r);
+      scenario.output.timelines_limited_by_default = true;
+    }
+    if (!output.has("timeline_budget") && !output.has("trace_iterations")) {
+      scenario.output.timeline_budget_bytes = kDefaultTimelineBudgetBytes;
+      scenario.output.timelines_limited_by_default = true;
+    }
+  }
   output.finish();
 
   scenario.divergence =

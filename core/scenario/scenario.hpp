@@ -20,6 +20,7 @@
 #include "core/memory/allocator_options.hpp"
 #include "core/control/controller_config.hpp"
 #include "core/scenario/expectations.hpp"
+#include "core/scenario/timeline_selection.hpp"
 #include "core/hardware/hardware_profile.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/control/prefetch_controller.hpp"
@@ -70,6 +71,15 @@ struct OutputConfig {
   std::filesystem::path dir;  // default out/<scenario name>; `-o` overrides
   bool trace = true;          // trace.json (Chrome trace events)
   bool memory_timeline = true;  // memory.csv (allocated / reserved over time per rank)
+  // What the timelines keep (core/scenario/timeline_selection.hpp): trace_ranks limits trace.json,
+  // samples.csv and memory.csv; trace_iterations limits trace.json.
+  IndexSelection trace_ranks;
+  IndexSelection trace_iterations;
+  // `output.timeline_budget` > 0: trace.json and memory.csv keep whole iterations from the first
+  // while each stays under about this many bytes (200 MB by default above
+  // kLimitTimelinesAboveRanks ranks, unless trace_iterations is set).
+  std::int64_t timeline_budget_bytes = 0;
+  bool timelines_limited_by_default = false;  // a limit above was set for the world's size
 };
 
 // `memory:` — how device memory is managed: the PyTorch caching allocator's options

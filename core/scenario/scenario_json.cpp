@@ -108,6 +108,14 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
                   {"host_jitter", scenario.noise.host_jitter},
                   {"host_timer_noise_ns", scenario.noise.host_timer_noise_ns}};
   out["output"] = {{"dir", scenario.output.dir.string()}, {"trace", scenario.output.trace}};
+  // Only where they limit something, so a run that keeps everything reads as before.
+  if (!scenario.output.trace_ranks.all()) out["output"]["trace_ranks"] = scenario.output.trace_ranks.text;
+  if (!scenario.output.trace_iterations.all()) {
+    out["output"]["trace_iterations"] = scenario.output.trace_iterations.text;
+  }
+  if (scenario.output.timeline_budget_bytes > 0) {
+    out["output"]["timeline_budget_bytes"] = scenario.output.timeline_budget_bytes;
+  }
   nlohmann::ordered_json divergence = nlohmann::ordered_json::array();
   for (const auto& d : scenario.divergence) {
     nlohmann::ordered_json skip = nlohmann::ordered_json::array();

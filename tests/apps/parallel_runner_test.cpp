@@ -3,6 +3,7 @@
 // whatever the timing. Under TSan (tests/sanitize.sh) this is the check that simulations share
 // no unsynchronised state.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <cstdint>
@@ -59,4 +60,23 @@ TEST(ParallelRunner, TheLowestFailingIndexIsRethrownAfterAllJoin) {
   }
   EXPECT_EQ(pa::thread_count(8, 3), 3u);
   EXPECT_EQ(pa::thread_count(2, 0), 1u);
+}
+
+// The default thread count is the CPUs this thread may run on, not every core of the machine.
+TEST(ParallelRunner, DefaultThreadsFollowTheAffinityMask) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  int first_cpu = 0;
+  while (!CPU_ISSET(first_cpu, &saved)) ++first_cpu;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first_cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const unsigned confined = pa::available_cpus();
+  const unsigned threads = pa::thread_count(0, 100);
+  ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
+  EXPECT_EQ(confined, 1u);
+  EXPECT_EQ(threads, 1u);
+  EXPECT_EQ(pa::available_cpus(), static_cast<unsigned>(CPU_COUNT(&saved)));
+  EXPECT_EQ(pa::thread_count(0, 1), 1u);
 }

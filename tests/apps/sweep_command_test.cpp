@@ -135,10 +135,22 @@ TEST_F(SweepCommand, ResultsHaveTheContractColumnsOneRowPerPointInPointOrder) {
   EXPECT_EQ(manifest["sessions"], 1);
 }
 
-TEST_F(SweepCommand, ThreadCountDoesNotChangeAByte) {
+// Without -j, a sweep confined to one CPU (as by a Slurm allocation or taskset) runs one
+// simulation at a time, not one per core of the machine; it says its count before the work and
+// its progress (rate, ETA) during it; and the thread count does not change a byte.
+TEST_F(SweepCommand, ThreadCountFollowsTheAffinityMaskAndDoesNotChangeAByte) {
   TempDir out("sweep-j1");
-  const auto result = run_cli(sweep_args(*grid_, out.path() / "out", "-j 1"));
+  const auto result = run_cli(sweep_args(*grid_, out.path() / "out"), "taskset -c 0 ");
   ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("sweep: 60 points (5 x 2 x 6 x 1); 60 of 60 points of the sweep to run on 1 threads\n"),
+            std::string::npos)
+      << result.output;
+  const std::size_t first = result.output.find("sweep: 0/60 points, rate and ETA after the first point\n");
+  const std::size_t last = result.output.find("sweep: 60/60 points, ");
+  EXPECT_NE(first, std::string::npos) << result.output;
+  ASSERT_NE(last, std::string::npos) << result.output;
+  EXPECT_LT(first, last);
+  EXPECT_NE(result.output.find(" points/s, ETA 0 s\n", last), std::string::npos) << result.output;
   EXPECT_TRUE(read_file(out.path() / "out" / "results.csv") == read_file(reference_results()));
 }
 

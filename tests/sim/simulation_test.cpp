@@ -561,3 +561,24 @@ TEST(Simulation, TheReduceScatterInterleavesIntoANewFlatBuffer) {
   }
   EXPECT_EQ(steps_of_flat_size, 1) << flat_bytes << " bytes";
 }
+
+// Per-rank state stays compact (issue 24): a finished collective's call is kept only for the
+// ranks whose trace is recorded (trace.json names what each moved); the others' are forgotten,
+// so the communicator does not grow with collectives x ranks. Traced ranks keep every call.
+TEST(Simulation, OnlyTracedRanksKeepTheirFinishedCollectiveCalls) {
+  const auto s = pc::load_scenario(std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/tiny-llama-2x-h100.yaml",
+                                   {"output.trace_ranks=[1]"}, pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR));
+  ps::World world(s, /*record_trace=*/true);
+  const auto result = world.run();
+  ASSERT_EQ(result.status, pc::RunStatus::kOk) << result.message;
+  EXPECT_GT(world.communicator().call(1, 0).bytes, 0);
+  EXPECT_THROW((void)world.communicator().call(0, 0), std::logic_error);
+  // Without a trace no rank keeps them; the figures are the same.
+  ps::World untraced(s, /*record_trace=*/false);
+  const auto again = untraced.run();
+  EXPECT_THROW((void)untraced.communicator().call(1, 0), std::logic_error);
+  ASSERT_EQ(again.metrics.iterations.size(), result.metrics.iterations.size());
+  for (std::size_t i = 0; i < again.metrics.iterations.size(); ++i) {
+    EXPECT_EQ(again.metrics.iterations[i].step_time_ns, result.metrics.iterations[i].step_time_ns);
+  }
+}
