@@ -53,8 +53,11 @@ bool has_module(const pc::ModelSpec& spec, const std::string& name) {
 // A layer's forward and backward as one host thread and one stream run them: every kernel of the
 // layer's modules (the layer and everything under it) issued at its per-kernel host cost, in
 // order (backward: modules in reverse), run back to back.
-std::pair<ps::TimeNs, ps::TimeNs> layer_ns(const ps::ComputeModel& compute, const pc::ModelSpec& spec,
-                                           const std::string& layer, std::int64_t b, std::int64_t s) {
+// One layer's kernels' device times: forward in module order, backward in autograd's.
+std::pair<std::vector<ps::TimeNs>, std::vector<ps::TimeNs>> layer_kernels(const ps::ComputeModel& compute,
+                                                                          const pc::ModelSpec& spec,
+                                                                          const std::string& layer, std::int64_t b,
+                                                                          std::int64_t s) {
   std::vector<ps::TimeNs> fwd, bwd;
   for (const auto& m : spec.modules) {
     if (m.name != layer && !m.name.starts_with(layer + ".")) continue;
@@ -66,6 +69,12 @@ std::pair<ps::TimeNs, ps::TimeNs> layer_ns(const ps::ComputeModel& compute, cons
     const auto k = compute.module_backward_kernel_ns(*m, b, s);
     bwd.insert(bwd.end(), k.begin(), k.end());
   }
+  return {fwd, bwd};
+}
+
+std::pair<ps::TimeNs, ps::TimeNs> layer_ns(const ps::ComputeModel& compute, const pc::ModelSpec& spec,
+                                           const std::string& layer, std::int64_t b, std::int64_t s) {
+  const auto [fwd, bwd] = layer_kernels(compute, spec, layer, b, s);
   return {compute.stream_ns(fwd, compute.host().forward_op_host_ns()),
           compute.stream_ns(bwd, compute.host().backward_op_host_ns())};
 }
@@ -86,17 +95,7 @@ ps::TimeNs steady_ns(const ps::ComputeModel& compute, const std::vector<ps::Time
 // in the loop; forward + backward: one pass runs both, as `y.backward()` after `y = layer(x)`).
 std::pair<double, double> layer_steady_ms(const ps::ComputeModel& compute, const pc::ModelSpec& spec,
                                           const std::string& layer, std::int64_t b, std::int64_t s) {
-  std::vector<ps::TimeNs> fwd, bwd;
-  for (const auto& m : spec.modules) {
-    if (m.name != layer && !m.name.starts_with(layer + ".")) continue;
-    const auto f = compute.module_forward_kernel_ns(m, b, s);
-    fwd.insert(fwd.end(), f.begin(), f.end());
-  }
-  for (auto m = spec.modules.rbegin(); m != spec.modules.rend(); ++m) {
-    if (m->name != layer && !m->name.starts_with(layer + ".")) continue;
-    const auto k = compute.module_backward_kernel_ns(*m, b, s);
-    bwd.insert(bwd.end(), k.begin(), k.end());
-  }
+  const auto [fwd, bwd] = layer_kernels(compute, spec, layer, b, s);
   const ps::TimeNs forward = steady_ns(compute, fwd, compute.host().forward_op_host_ns());
   // Forward and backward in one pass: each part issued at its own per-kernel host cost, which
   // stream_ns takes as one interval; the pass's host time is kept by issuing at the mean.
