@@ -2,8 +2,6 @@
 
 #include "core/input/json_section.hpp"
 
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 namespace prefetchlab::core {
@@ -136,19 +134,7 @@ YamlSection load_ds_config_json(const std::filesystem::path& file, const InputLo
                      "names '" + file.string() + "', which does not exist",
                      "a DeepSpeed JSON config, relative to the scenario's folder");
   }
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  auto source = std::make_shared<YamlSource>();
-  source->file = file.string();
-  YAML::Node root;
-  try {
-    root = YAML::Load(detab_json(buffer.str()));
-  } catch (const YAML::Exception& e) {
-    throw InputError({source->file, e.mark.line >= 0 ? e.mark.line + 1 : 0}, "",
-                     "is not valid JSON (" + e.msg + ")", "a well-formed JSON object");
-  }
-  return YamlSection::from_node(root, source);
+  return load_json_section(file);
 }
 
 void check_ds_config_top_level(const YamlSection& root, const TrainingFacts& facts,
