@@ -1,6 +1,6 @@
-#include <algorithm>
-
 #include "fidelity_host_cost.hpp"
+
+#include <algorithm>
 
 #include "core/model/model_spec.hpp"
 #include "sim/compute_model.hpp"
