@@ -140,7 +140,7 @@ CollectiveQuery load_collective(const core::YamlSection& section, const Fidelity
 
 HostCase load_host(const core::YamlSection& section, const FidelityData& data) {
   section.allow_only({"hardware", "call", "ranks", "nodes", "gpus_per_node", "bytes_per_rank", "dtype",
-                      "timing", "includes_device_time"});
+                      "timing", "barrier_per_call", "includes_device_time"});
   HostCase h;
   h.profile = load_profile(section, data);
   h.query.call = section.require_string("call");
@@ -177,6 +177,11 @@ HostCase load_host(const core::YamlSection& section, const FidelityData& data) {
     h.query.timing = HostQuery::Timing::kHostOnly;
   } else {
     section.fail("timing", "is '" + timing + "'", "synchronized, pipelined or host_only");
+  }
+  h.query.barrier_per_call = section.get_bool("barrier_per_call", false);
+  if (h.query.barrier_per_call && h.query.timing != HostQuery::Timing::kSynchronized) {
+    section.fail("barrier_per_call", "is true with timing other than synchronized",
+                 "true only with timing: synchronized (a barrier waits for every rank's call)");
   }
   section.finish();
   return h;

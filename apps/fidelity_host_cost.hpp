@@ -29,6 +29,9 @@ struct HostQuery {
   // - kHostOnly: the host time alone (the figure leaves the device out).
   enum class Timing { kSynchronized, kPipelined, kHostOnly };
   Timing timing = Timing::kSynchronized;
+  // The timed interval of each call also holds a torch.distributed.barrier() (YAML key
+  // `barrier_per_call`), as loops that line the ranks up between calls do.
+  bool barrier_per_call = false;
 };
 
 // Microseconds per call: one torch-level collective call as the host-cost model prices it (see

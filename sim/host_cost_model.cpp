@@ -35,6 +35,7 @@ HostCostModel::HostCostModel(const core::CalibrationConstants& c) {
   release_per_freed_param_ns_ = at_speed(c.host_release_per_freed_param_ns, s);
   reduce_scatter_call_ns_ = at_speed(c.host_reduce_scatter_call_ns, s);
   reduce_scatter_per_param_ns_ = at_speed(c.host_reduce_scatter_per_param_ns, s);
+  all_reduce_call_ns_ = at_speed(c.host_all_reduce_call_ns, s);
   optimizer_step_per_param_ns_ = at_speed(c.host_optimizer_step_per_param_ns, s);
 }
 

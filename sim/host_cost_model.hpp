@@ -64,6 +64,8 @@ class HostCostModel {
   TimeNs reduce_scatter_ns(std::int64_t params) const {
     return reduce_scatter_call_ns_ + params * reduce_scatter_per_param_ns_;
   }
+  // One torch.distributed.all_reduce call (the step's own are inside optimizer_step_ns).
+  TimeNs all_reduce_call_ns() const { return all_reduce_call_ns_; }
   // The optimizer step's host part over a model of `params` parameters.
   TimeNs optimizer_step_ns(std::int64_t params) const { return params * optimizer_step_per_param_ns_; }
 
@@ -77,6 +79,7 @@ class HostCostModel {
   TimeNs allgather_call_ns_ = 0, allgather_per_param_ns_ = 0;
   TimeNs release_call_ns_ = 0, release_per_param_ns_ = 0, release_per_freed_param_ns_ = 0;
   TimeNs reduce_scatter_call_ns_ = 0, reduce_scatter_per_param_ns_ = 0;
+  TimeNs all_reduce_call_ns_ = 0;
   TimeNs optimizer_step_per_param_ns_ = 0;
 };
 

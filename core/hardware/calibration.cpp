@@ -171,6 +171,7 @@ std::span<const HostTerm> host_terms() {
        &CalibrationConstants::host_reduce_scatter_call_ns},
       {"host_reduce_scatter_per_param_us", "host_reduce_scatter_per_param_ns",
        &CalibrationConstants::host_reduce_scatter_per_param_ns},
+      {"host_all_reduce_call_us", "host_all_reduce_call_ns", &CalibrationConstants::host_all_reduce_call_ns},
       {"host_optimizer_step_per_param_us", "host_optimizer_step_per_param_ns",
        &CalibrationConstants::host_optimizer_step_per_param_ns},
   };

@@ -111,13 +111,16 @@ struct CalibrationConstants {
   // Absolute level: the reference is one all_gather_coalesced of a single parameter, which does
   // a buffer torch.empty, one torch-level collective call and a handle (partition_parameters.py,
   // the len(params) == 1 branch): 312 us median recorded (p10-p90 135-5133, n 256, prefetch
-  // path). On GPU servers a torch-level collective call costs ~110-120 us per call, flat across
-  // small sizes (framework cost, not wire time): 118.6 us per torch.distributed.all_gather on
-  // 8 NVLink GPUs (KuangjuX/NVSHMEM-Tutorial issue #23), 116.5 us min / 121.5 us mean per
-  // all_reduce on 8x H100 (IBM/pytorch-communication-benchmarks issue #1). The reference is
-  // set to 115 us and every recorded term scaled by the same 115 / 312 = 0.369 (rounded to
-  // 0.1 us). An assumption: if DeepSpeed's wrapper came on top of such a call, every default
-  // would be ~20% higher.
+  // path). On GPU servers a torch-level collective call that allocates or copies its output
+  // costs ~110-130 us, flat across small sizes (framework cost, not wire time): 118.6 us per
+  // torch.distributed.all_gather (list form) on 8 NVLink GPUs, issued back to back
+  // (KuangjuX/NVSHMEM-Tutorial issue #23); 131 us per all_gather and 122 us per reduce_scatter
+  // of CPU time in a torch 2.4 profile (pytorch/pytorch issue #138773). The reference is set to
+  // 115 us and every recorded term scaled by the same 115 / 312 = 0.369 (rounded to 0.1 us). An
+  // assumption: if DeepSpeed's wrapper came on top of such a call, every default would be ~20%
+  // higher. Hosts differ by 2-3x: one 8x H100 server ran an all_reduce and a barrier, each
+  // waited for, in 116.5 us together (IBM/pytorch-communication-benchmarks issue #1), so under
+  // ~40 us per call there (bench/fidelity lists it as a known gap): calibrate host_speed.
   //
   // A CPU artefact the terms carry: on the recording machine the modules' compute ran on the
   // same 2 cores, and host code right after a module with a large GEMM or lookup (Linear,
@@ -183,6 +186,12 @@ struct CalibrationConstants {
   // there: one bucket per iteration).
   std::int64_t host_reduce_scatter_call_ns = 115'000;
   std::int64_t host_reduce_scatter_per_param_ns = 9'500;
+  // One torch.distributed.all_reduce call: in place, so no output tensor to allocate. In the
+  // same torch 2.4 profile as the anchor's sources it took 89 us of CPU time against the
+  // reduce_scatter's 122 (pytorch/pytorch issue #138773); that ratio, 0.73, on the 115 us anchor.
+  // DeepSpeed's ZeRO-3 step issues all_reduces (the gradient norm, stage3.py); their host time
+  // is inside host_optimizer_step_per_param_ns's fit, so the simulated step does not add this.
+  std::int64_t host_all_reduce_call_ns = 84'000;
   // The optimizer step's host part per parameter (stage3.py step: norms, unscale, flatten, copy
   // back, release_and_reset_all and the persistent re-gather's bookkeeping; about 12 small ops
   // per parameter): 43.9 us recorded (6.5 ms for 148 parameters with the AdamW math and idle gaps
