@@ -351,6 +351,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "  ranks: 8\n  bytes_per_rank: 4KiB\n  dtype: bfloat16\n  includes_device_time: true\n"
                 "metric: host_us_per_call\nreal: 100\nunit: us\ntolerance: 0.25\n",
                 "bad.yaml:9", "host.includes_device_time", ""},
+        BadCase{"host_barrier_not_synchronized",
+                "source: \"https://example.org\"\nkind: host\nhost:\n  hardware: h100-sxm-8x\n  call: all_reduce\n"
+                "  ranks: 8\n  bytes_per_rank: 4KiB\n  dtype: float\n  timing: pipelined\n  barrier_per_call: true\n"
+                "metric: host_us_per_call\nreal: 100\nunit: us\ntolerance: 0.25\n",
+                "bad.yaml:10", "host.barrier_per_call", ""},
         BadCase{"yaml_syntax", collective_case({{6, "  ranks: [8"}}), "bad.yaml:", "", ""}),
     [](const ::testing::TestParamInfo<BadCase>& param_info) { return param_info.param.name; });
 
