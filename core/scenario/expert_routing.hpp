@@ -1,10 +1,10 @@
 #pragma once
 // The scenario's MoE routing as the module tree sees it: per iteration (one micro-batch) and
 // rank, how many tokens each expert module of each MoE block gets. An expert with 0 tokens does
-// not run: HF's sparse MoE blocks only call the experts the router picked (the loop over
-// `expert_hit` in transformers' modeling_mixtral.py / modeling_qwen2_moe.py), so its hooks and
-// its parameters' all-gathers do not happen and the module order differs from DeepSpeed's
-// recorded trace. Every draw comes from named streams of the scenario seed, so a run stays a
+// not run, as in transformers releases whose sparse MoE block calls only the experts the router
+// hit (the `expert_hit` loop of recent modeling_mixtral.py; releases that call every expert,
+// even on no tokens, fire every hook and never diverge). Its hooks and its parameters'
+// all-gathers do not happen and the module order differs from DeepSpeed's recorded trace. Every draw comes from named streams of the scenario seed, so a run stays a
 // pure function of (scenario, seed).
 #include <cstdint>
 #include <vector>
