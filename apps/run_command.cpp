@@ -83,6 +83,12 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
                                      stats.peak_reserved_bytes)
                     : std::string("0"))
             << "% not allocated at the peaks: fragmentation and cache)\n"
+            << (stats.trace_invalidations
+                    ? "trace invalidations: " + std::to_string(stats.trace_invalidations->total) + " (" +
+                          std::to_string(stats.trace_invalidations->per_iteration).substr(0, 4) +
+                          " per steady iteration; cost: " + ms(stats.trace_invalidations->mean_cost_ns) +
+                          " per iteration of compute idle on fetches the lost trace left unprefetched)\n"
+                    : std::string())
             << "alloc retries:       " << stats.num_alloc_retries
             << " (num_alloc_retries: mallocs that freed the allocator's cache and retried, most on one rank)\n"
             << "events simulated:    " << result.events_processed << "\n"

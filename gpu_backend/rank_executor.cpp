@@ -47,6 +47,12 @@ RankExecutor::RankExecutor(const core::Scenario& scenario, Device& device, const
       checkpoint_input_bytes_(core::checkpoint_input_bytes(scenario.model, scenario.training.micro_batch,
                                                            scenario.training.seq_len, scenario.training.dtype)),
       skipped_modules_(core::skipped_modules(scenario.divergence, device.world_size(), scenario.model.modules.size())) {
+  // MoE routing and ZeRO-3 leaf modules are simulated only: refuse rather than run another model.
+  if (scenario.moe.enabled || !scenario.leaf_modules.empty()) {
+    throw core::InputError({scenario.file.string(), 0}, scenario.moe.enabled ? "moe" : "zero.leaf_modules",
+                           "is simulated only; the real backend neither routes tokens nor has leaf-module hooks",
+                           "run the scenario with `prefetchlab run`, or leave the key out for the real backend");
+  }
   offload_param_ = scenario.zero.offload_param.device == core::OffloadDevice::kCpu;
   offload_optimizer_ = scenario.zero.offload_optimizer.device == core::OffloadDevice::kCpu;
   core::ControllerContext context;

@@ -18,7 +18,8 @@ const char* stream_kind_name(StreamKind kind);
 
 // What time a blocked wait is charged to (a stall on the compute stream is what ZeRO-3 tuning
 // is about; waits on other streams are ordering, not exposed communication).
-enum class StallKind : std::uint8_t { kNone, kFetchForward, kFetchBackward };
+// The Untraced kinds: the same waits while DeepSpeed's trace was lost (no prefetch).
+enum class StallKind : std::uint8_t { kNone, kFetchForward, kFetchBackward, kFetchForwardUntraced, kFetchBackwardUntraced };
 
 enum class OpKind : std::uint8_t { kKernel, kWait, kRecord, kCollective };
 

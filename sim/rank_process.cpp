@@ -185,10 +185,30 @@ TimeNs RankProcess::host_timer_now() {
 }
 
 bool RankProcess::skipped(int module) const {
+  // A routed expert with no tokens does not run (core/scenario/expert_routing.hpp).
+  if (!module_tokens_.empty() && module_tokens_[static_cast<std::size_t>(module)] == 0) return true;
   const auto it = shared_.skipped.find({current_->iteration, rank_});
   return it != shared_.skipped.end() && it->second[static_cast<std::size_t>(module)];
 }
 
+// An expert's costs were built for the mean share (tokens x top_k / experts); its kernels and
+// saved activations scale with the tokens it got (linearly: a simplification for the GEMM
+// shape efficiency, which changes little between the mean and a few times it).
+std::int64_t RankProcess::routed(int module, std::int64_t value) const {
+  if (module_tokens_.empty()) return value;
+  const std::int64_t tokens = module_tokens_[static_cast<std::size_t>(module)];
+  if (tokens < 0) return value;
+  const core::RouterSpec& r = shared_.routing->router();
+  const double mean = static_cast<double>(r.tokens * r.top_k) / static_cast<double>(r.experts);
+  return std::llround(static_cast<double>(value) * static_cast<double>(tokens) / mean);
+}
+
+const std::vector<TimeNs>& RankProcess::routed_kernel_ns(int module, const std::vector<TimeNs>& kernel_ns) {
+  if (module_tokens_.empty() || module_tokens_[static_cast<std::size_t>(module)] < 0) return kernel_ns;
+  routed_kernel_ns_.clear();
+  for (const TimeNs ns : kernel_ns) routed_kernel_ns_.push_back(routed(module, ns));
+  return routed_kernel_ns_;
+}
 
 HostTask RankProcess::host_sync_on_comm(std::int32_t event, TimeNs* idle_ns) {
   const TimeNs blocked_from = engine_.now_ns();
@@ -315,6 +335,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   current_->peak_allocated_bytes = memory_->allocated_bytes();
   current_->peak_reserved_bytes = memory_->reserved_bytes();
   current_->iteration = iteration;
+  if (shared_.routing) current_->dropped_tokens = shared_.routing->route(iteration, rank_, module_tokens_);
   current_->optimizer_step = iteration % scenario.training.grad_accum == 0;
   current_->peak_gathered_bytes = gathered_bytes_;
   current_->fetches.reserve(fetches_per_iteration_);  // iterations fetch alike: no regrowth
@@ -445,21 +466,22 @@ HostTask RankProcess::launch_own_work(const std::vector<TimeNs>& kernel_ns, Time
 HostTask RankProcess::forward(int module) {
   if (skipped(module)) co_return;
   const auto& compute = *shared_.compute;
-  co_await fetch_hook(module, core::Phase::kForward);  // forward pre-hook
-
   const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
+  // Below a ZeRO-3 leaf no hooks fire: the leaf fetched this module's parameters.
+  if (spec.z3_hooks) co_await fetch_hook(module, core::Phase::kForward);  // forward pre-hook
+
   for (const int child : spec.children) co_await forward(child);
 
   // The module's own work runs after its children (containers: residual adds, attention core):
   // the host launches its kernels one by one; the compute stream runs them as one span
   // (ComputeModel::module_forward_ns), which starts after the first launch.
-  co_await launch_own_work(shared_.forward_kernel_ns[static_cast<std::size_t>(module)], compute.host().forward_op_host_ns(),
-                           shared_.forward_label[static_cast<std::size_t>(module)]);
+  co_await launch_own_work(routed_kernel_ns(module, shared_.forward_kernel_ns[static_cast<std::size_t>(module)]),
+                           compute.host().forward_op_host_ns(), shared_.forward_label[static_cast<std::size_t>(module)]);
   // What the module saves for backward stays allocated until its backward ran. Under
   // checkpointing a layer keeps only its input in the first forward; its modules save their
   // activations when backward re-runs the layer.
   const auto m = static_cast<std::size_t>(module);
-  std::int64_t saved = shared_.activation_bytes[m];
+  std::int64_t saved = routed(module, shared_.activation_bytes[m]);
   if (shared_.inside_checkpoint_unit[m] && !recomputing_) {
     saved = shared_.checkpoint_unit[m] ? shared_.checkpoint_input_bytes : 0;
   }
@@ -471,6 +493,7 @@ HostTask RankProcess::forward(int module) {
   // Post-forward hooks: post_sub_module_forward_function with its release_sub_module, and the
   // autograd Functions that will fire this module's backward hooks (set up on its inputs and
   // outputs); all between this fetch's end and the next fetch's start, so charged as one.
+  if (!spec.z3_hooks) co_return;
   const TimeNs release_start = engine_.now_ns();
   const core::Plan release_plan = coordinator_.release_sub_module(module, core::Phase::kForward);
   co_await spend(compute.host().post_forward_hook_ns() + release_host_ns(module, release_plan) +
@@ -495,19 +518,22 @@ HostTask RankProcess::backward(int module) {
     recomputing_ = false;
   }
   const auto& compute = *shared_.compute;
-  co_await fetch_hook(module, core::Phase::kBackward);  // pre-backward hook: the output's gradient arrived
+  const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
+  if (spec.z3_hooks) co_await fetch_hook(module, core::Phase::kBackward);  // pre-backward hook: the output's gradient arrived
 
   // Own backward (data and weight gradients), then this module's gradient hooks; children
   // follow in reverse execution order (autograd order).
-  co_await launch_own_work(shared_.backward_kernel_ns[static_cast<std::size_t>(module)], compute.host().backward_op_host_ns(),
-                           shared_.backward_label[static_cast<std::size_t>(module)]);
+  co_await launch_own_work(routed_kernel_ns(module, shared_.backward_kernel_ns[static_cast<std::size_t>(module)]),
+                           compute.host().backward_op_host_ns(), shared_.backward_label[static_cast<std::size_t>(module)]);
   if (auto& saved = activation_block_[static_cast<std::size_t>(module)]) {
     memory_->free(*saved, engine_.now_ns());  // compute stream: reusable by later kernels at once
     saved.reset();
   }
-  co_await gradients_ready(module);
-  const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
+  // A ZeRO-3 leaf reduces its whole subtree's gradients once its backward is done (stage3.py).
+  if (!spec.z3_leaf) co_await gradients_ready(module);
   for (auto it = spec.children.rbegin(); it != spec.children.rend(); ++it) co_await backward(*it);
+  if (spec.z3_leaf) co_await gradients_ready(module);
+  if (!spec.z3_hooks) co_return;
 
   // No post-backward hook for a module fed only token ids: its parameters stay gathered until
   // the optimizer step releases everything (core::ModuleSpec::post_backward_hook_fires).
@@ -764,7 +790,15 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         }
       }
     } else if (std::holds_alternative<core::ComputeWaitsForAllGather>(action)) {
-      if (all_gather_ != &compute_) wait(compute_, record(*all_gather_), fetch_stall(context.phase));
+      if (all_gather_ != &compute_) {
+        // After iteration 1, a fetch outside COMPLETE mode is one the lost trace left unprefetched.
+        const bool untraced = current_->iteration > 1 && coordinator_.trace_mode() != core::TraceMode::kComplete;
+        const StallKind stall = fetch_stall(context.phase);
+        wait(compute_, record(*all_gather_),
+             !untraced                             ? stall
+             : stall == StallKind::kFetchForward ? StallKind::kFetchForwardUntraced
+                                                 : StallKind::kFetchBackwardUntraced);
+      }
       take_fetch_end_sample(context);
     } else if (std::holds_alternative<core::PrefetchRound>(action)) {
       take_fetch_end_sample(context);
@@ -829,7 +863,10 @@ void RankProcess::on_kernel_done(const Stream& stream, const StreamOp& op, TimeN
 void RankProcess::on_stall(const Stream& stream, const StreamOp& op, TimeNs start_ns, TimeNs end_ns) {
   if (op.stall == StallKind::kNone || end_ns <= start_ns) return;
   RankIteration& it = iterations_[static_cast<std::size_t>(op.iteration - 1)];
-  it.stall_ns[op.stall == StallKind::kFetchForward ? 0 : 1] += end_ns - start_ns;
+  const bool forward = op.stall == StallKind::kFetchForward || op.stall == StallKind::kFetchForwardUntraced;
+  it.stall_ns[forward ? 0 : 1] += end_ns - start_ns;
+  if (!forward && op.stall != StallKind::kFetchBackward) it.untraced_stall_ns += end_ns - start_ns;
+  if (op.stall == StallKind::kFetchForwardUntraced) it.untraced_stall_ns += end_ns - start_ns;
   if (shared_.trace->enabled()) {
     TraceSpan span;
     span.start_ns = start_ns;
@@ -839,7 +876,7 @@ void RankProcess::on_stall(const Stream& stream, const StreamOp& op, TimeNs star
     span.iteration = op.iteration;
     span.track = static_cast<Track>(static_cast<int>(stream.kind()) + 1);
     span.kind = SpanKind::kStall;
-    span.phase = op.stall == StallKind::kFetchForward ? 0 : 1;
+    span.phase = forward ? 0 : 1;
     shared_.trace->add(span);
   }
 }

@@ -15,6 +15,7 @@
 #include "core/zero/reduce_bucket.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/skipped_modules.hpp"
+#include "core/scenario/expert_routing.hpp"
 #include "sim/communicator.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/device_stream.hpp"
@@ -55,6 +56,10 @@ struct RankIteration {
   std::int64_t peak_allocated_bytes = 0;  // caching allocator, while this iteration's host work ran
   std::int64_t peak_reserved_bytes = 0;
   int trace_invalidations = 0;
+  // Compute idle on parameter fetches after iteration 1 while the trace was not COMPLETE (after
+  // an invalidation, and in the re-recording iteration): what losing the trace cost.
+  TimeNs untraced_stall_ns = 0;
+  std::int64_t dropped_tokens = 0;  // MoE: token-expert assignments over capacity
   // One per fetch: device events at its start and end, host times at the same points.
   struct Fetch {
     std::uint8_t phase = 0;
@@ -109,6 +114,8 @@ struct SharedRankContext {
   // Modules skipped on an iteration (data-dependent control flow): per (iteration, rank), a flag
   // per module; absent = nothing skipped.
   core::SkippedModules skipped;
+  // MoE routing (scenario `moe:`): tokens per expert module each iteration; null without it.
+  const core::ExpertRouting* routing = nullptr;
   std::int32_t label_copy_in = -1, label_copy_out = -1, label_bucket_copy = -1,
                label_partition_copy = -1, label_gradient_divide = -1, label_optimizer = -1, label_stall = -1,
                label_hook_fetch = -1, label_hook_release = -1, label_iteration = -1,
@@ -203,6 +210,9 @@ class RankProcess final : public StreamObserver {
   HostTask host_sync_on_comm(std::int32_t event, TimeNs* idle_ns);
 
   bool skipped(int module) const;
+  // MoE: the module's kernels (or activation bytes) for this iteration's routed tokens.
+  const std::vector<TimeNs>& routed_kernel_ns(int module, const std::vector<TimeNs>& kernel_ns);
+  std::int64_t routed(int module, std::int64_t value) const;
   void launch_kernel(Stream& stream, TimeNs duration_ns, std::int32_t label);
   // Records an event on `stream`; `notify` (if any) is told when it is signalled.
   std::int32_t record(Stream& stream, EventHandler* notify = nullptr, std::int64_t notify_tag = 0);
@@ -253,6 +263,8 @@ class RankProcess final : public StreamObserver {
   std::vector<std::optional<core::BlockHandle>> activation_block_;  // saved activations per module
   bool recomputing_ = false;  // inside a checkpointed layer's forward re-run during backward
   std::vector<core::BlockHandle> grads_in_bucket_;                  // freed after their bucket copy
+  std::vector<std::int64_t> module_tokens_;  // MoE: this iteration's tokens per module (-1: not an expert)
+  std::vector<TimeNs> routed_kernel_ns_;     // routed_kernel_ns's buffer
   core::RandomStream compute_noise_;
   core::RandomStream host_noise_;
   core::RandomStream timer_noise_;

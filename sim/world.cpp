@@ -147,6 +147,10 @@ void World::build_shared_context() {
   const char* kinds[] = {"on_demand", "prefetch", "persistent_regather", "grad_bucket", "trace_check", "agreement"};
   for (int k = 0; k < 6; ++k) shared_.kind_label[k] = labels_.intern(kinds[k]);
 
+  if (scenario_.moe.enabled) {
+    routing_ = std::make_unique<core::ExpertRouting>(scenario_);
+    shared_.routing = routing_.get();
+  }
   shared_.skipped = core::skipped_modules(scenario_.divergence, static_cast<int>(scenario_.cluster.world_size()),
                                          model.modules.size());
 }
@@ -214,6 +218,9 @@ core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
 
     record.optimizer_step = it.optimizer_step;
     record.trace_mode = it.trace_mode;
+    record.trace_invalidations = std::max(record.trace_invalidations, it.trace_invalidations);
+    record.untraced_stall_ns = std::max(record.untraced_stall_ns, it.untraced_stall_ns);
+    record.dropped_tokens = std::max(record.dropped_tokens, it.dropped_tokens);
     core::fold_rank(record,
                     {.start_ns = start,
                      .forward_end_ns = forward_end,
@@ -290,6 +297,7 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
   result_ = WorldResult{};
   const auto& training = scenario_.training;
   result_.metrics.facts.ranks = ranks();
+  result_.metrics.report_trace_invalidations = routing_ != nullptr;
   result_.metrics.facts.micro_batch = training.micro_batch;
   result_.metrics.facts.seq_len = training.seq_len;
   result_.metrics.facts.grad_accum = training.grad_accum;

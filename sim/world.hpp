@@ -88,6 +88,7 @@ class World final : public EventHandler, public CollectiveListener {
   SharedRankContext shared_;
   std::unique_ptr<AgreementBoard> agreement_;
   std::unique_ptr<Communicator> communicator_;
+  std::unique_ptr<core::ExpertRouting> routing_;  // scenario `moe:` only
   std::unique_ptr<SharedCores> shared_cores_;  // contention_model: shared_cores only
   std::vector<std::unique_ptr<RankProcess>> ranks_;
   std::vector<int> ranks_done_;  // per iteration (1-based)

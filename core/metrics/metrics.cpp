@@ -171,6 +171,16 @@ SummaryStats summarize(const Metrics& metrics, int warmup_iterations) {
 
   stats.mean_exposed_comm_ns = mean_ns(steady, &IterationRecord::exposed_comm_ns);
   stats.mean_forward_stall_ns = mean_ns(steady, &IterationRecord::forward_stall_ns);
+  if (metrics.report_trace_invalidations) {
+    TraceInvalidationStats t;
+    for (const IterationRecord& record : metrics.iterations) t.total += record.trace_invalidations;
+    int steady_total = 0;
+    for (const IterationRecord* record : steady) steady_total += record->trace_invalidations;
+    t.per_iteration = steady.empty() ? 0.0 : static_cast<double>(steady_total) / static_cast<double>(steady.size());
+    t.mean_cost_ns = mean_ns(steady, &IterationRecord::untraced_stall_ns);
+    t.mean_dropped_tokens = mean_ns(steady, &IterationRecord::dropped_tokens);
+    stats.trace_invalidations = t;
+  }
   stats.mean_backward_stall_ns = mean_ns(steady, &IterationRecord::backward_stall_ns);
 
   for (const IterationRecord& record : metrics.iterations) {

@@ -51,6 +51,14 @@ struct IterationRecord {
   std::int64_t peak_gathered_param_bytes = 0;  // gathered (full) parameter buffers alive at once
   std::int64_t peak_allocated_bytes = 0;       // caching allocator: bytes handed out
   std::int64_t peak_reserved_bytes = 0;        // caching allocator: bytes held from the device
+
+  // DeepSpeed trace invalidations ("Invalidate trace cache @ step"), the most on any rank, and
+  // what they cost: compute idle on fetches that the lost trace left unprefetched (after the
+  // invalidation and in the re-recording iteration), slowest rank. MoE: token-expert
+  // assignments dropped over capacity (most on any rank).
+  int trace_invalidations = 0;
+  std::int64_t untraced_stall_ns = 0;
+  std::int64_t dropped_tokens = 0;
 };
 
 // One rank's account of an iteration on the run clock. IterationRecord holds, per quantity, the
@@ -140,6 +148,16 @@ struct Metrics {
   // What filled the fullest rank's memory at its peak (from the start of the run, the model
   // states included, up to its end or OOM); unset where no allocator was simulated.
   std::optional<PeakMemoryBreakdown> peak_memory;
+  // summary.json gets a trace_invalidations block (MoE runs; others read as before).
+  bool report_trace_invalidations = false;
+};
+
+// Trace invalidations over the steady iterations (IterationRecord::trace_invalidations).
+struct TraceInvalidationStats {
+  int total = 0;                         // every iteration
+  double per_iteration = 0;              // steady iterations' mean
+  std::int64_t mean_cost_ns = 0;         // steady mean of untraced_stall_ns
+  std::int64_t mean_dropped_tokens = 0;  // steady mean
 };
 
 // What summary.json reports. Rates are doubles (they are not times); times stay integer ns.
@@ -193,6 +211,7 @@ struct SummaryStats {
   // Metrics::num_alloc_retries and Metrics::peak_memory, as they are.
   std::int64_t num_alloc_retries = 0;
   std::optional<PeakMemoryBreakdown> peak_memory;
+  std::optional<TraceInvalidationStats> trace_invalidations;  // Metrics::report_trace_invalidations
 };
 
 // Median of `values` (odd count: the middle one; even: the mean of the two middle ones rounded

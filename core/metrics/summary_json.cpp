@@ -53,6 +53,13 @@ nlohmann::ordered_json summary_to_json(const SummaryStats& stats, RunStatus stat
                                       {"gradient_bytes", p.gradient_bytes},
                                       {"allocator_cache_bytes", p.cache_bytes()}};
   }
+  if (stats.trace_invalidations) {
+    const TraceInvalidationStats& t = *stats.trace_invalidations;
+    out["trace_invalidations"] = {{"total", t.total},
+                                  {"per_iteration", t.per_iteration},
+                                  {"mean_cost_ns", t.mean_cost_ns},
+                                  {"mean_dropped_tokens", t.mean_dropped_tokens}};
+  }
   out["scenario"] = resolved_scenario;
   return out;
 }

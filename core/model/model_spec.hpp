@@ -49,6 +49,11 @@ struct ModuleSpec {
   // it, so its parameters are not released in backward but by the optimizer step's
   // release-all. Recorded on real DeepSpeed ZeRO-3 (GPT-2 small, 0.19.6 and 0.14.5).
   bool post_backward_hook_fires = true;
+  // ZeRO-3 leaf modules (zero.leaf_modules, DeepSpeed's set_z3_leaf_modules): a leaf's hooks
+  // fetch and release its whole subtree's parameters (its param_ids then hold them all); the
+  // modules below it get no hooks (core/moe/leaf_modules.hpp).
+  bool z3_leaf = false;
+  bool z3_hooks = true;  // false below a leaf
 };
 
 struct ModelSpec {

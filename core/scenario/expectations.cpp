@@ -9,7 +9,7 @@
 namespace prefetchlab::core {
 namespace {
 
-constexpr std::array<std::pair<const char*, ExpectedMetric>, 11> kMetrics{{
+constexpr std::array<std::pair<const char*, ExpectedMetric>, 13> kMetrics{{
     {"steady_step_time_ms", ExpectedMetric::kSteadyStepTimeMs},
     {"samples_per_second", ExpectedMetric::kSamplesPerSecond},
     {"tokens_per_second", ExpectedMetric::kTokensPerSecond},
@@ -21,6 +21,8 @@ constexpr std::array<std::pair<const char*, ExpectedMetric>, 11> kMetrics{{
     {"peak_allocated_mib", ExpectedMetric::kPeakAllocatedMib},
     {"peak_reserved_mib", ExpectedMetric::kPeakReservedMib},
     {"iterations", ExpectedMetric::kIterations},
+    {"trace_invalidations_per_iteration", ExpectedMetric::kTraceInvalidationsPerIteration},
+    {"trace_invalidation_cost_ms", ExpectedMetric::kTraceInvalidationCostMs},
 }};
 
 double value_of(ExpectedMetric metric, const SummaryStats& s) {
@@ -37,6 +39,11 @@ double value_of(ExpectedMetric metric, const SummaryStats& s) {
     case ExpectedMetric::kPeakAllocatedMib: return static_cast<double>(s.peak_allocated_bytes) / (1024.0 * 1024.0);
     case ExpectedMetric::kPeakReservedMib: return static_cast<double>(s.peak_reserved_bytes) / (1024.0 * 1024.0);
     case ExpectedMetric::kIterations: return s.iterations;
+    // 0 for runs without a moe section (no invalidation report).
+    case ExpectedMetric::kTraceInvalidationsPerIteration:
+      return s.trace_invalidations ? s.trace_invalidations->per_iteration : 0.0;
+    case ExpectedMetric::kTraceInvalidationCostMs:
+      return s.trace_invalidations ? static_cast<double>(s.trace_invalidations->mean_cost_ns) / 1e6 : 0.0;
   }
   return 0;
 }

@@ -31,6 +31,8 @@ enum class ExpectedMetric {
   kPeakAllocatedMib,
   kPeakReservedMib,
   kIterations,
+  kTraceInvalidationsPerIteration,
+  kTraceInvalidationCostMs,
 };
 
 struct ExpectedRange {

@@ -10,6 +10,7 @@
 #include "core/hardware/hardware_profile.hpp"
 #include "core/model/hf_config.hpp"
 #include "core/model/model_config.hpp"
+#include "core/moe/leaf_modules.hpp"
 #include "core/input/yaml_overrides.hpp"
 
 namespace prefetchlab::core {
@@ -255,6 +256,42 @@ void refuse_nvme_offload(const YamlSection& zero_section, const ZeroConfig& zero
   }
 }
 
+// zero.leaf_modules: [class names]. DeepSpeed users call set_z3_leaf_modules(model, [classes])
+// in Python (deepspeed/utils/z3_leaf_module.py); the scenario names the classes. Applied to the
+// model at once, so every executor sees the leaves' hooks.
+std::vector<std::string> load_leaf_modules(const YamlSection& zero_section, ModelSpec& model) {
+  std::vector<std::string> classes;
+  zero_section.mark_known("leaf_modules");
+  const YAML::Node list = zero_section.raw("leaf_modules");
+  if (!list || list.IsNull()) return classes;
+  const std::string expected = "a list of module class names, e.g. [MixtralSparseMoeBlock]";
+  if (!list.IsSequence() || list.size() == 0) zero_section.fail("leaf_modules", "is not a non-empty list", expected);
+  std::vector<std::string> known;
+  for (const auto& module : model.modules) {
+    if (std::find(known.begin(), known.end(), module.class_name) == known.end()) known.push_back(module.class_name);
+  }
+  for (const auto& item : list) {
+    const std::string name = item.IsScalar() ? item.Scalar() : "";
+    if (name.empty() || std::find(known.begin(), known.end(), name) == known.end()) {
+      throw InputError({zero_section.source()->file, item.Mark().line + 1}, zero_section.dotted("leaf_modules"),
+                       "'" + name + "' is not a module class of " + model.name, expected,
+                       closest_match(name, known));
+    }
+    if (model.modules.front().class_name == name) {
+      throw InputError({zero_section.source()->file, item.Mark().line + 1}, zero_section.dotted("leaf_modules"),
+                       "'" + name + "' is the root module's class; a root leaf would gather the whole model",
+                       "a class below the root, e.g. MixtralSparseMoeBlock");
+    }
+    if (std::find(classes.begin(), classes.end(), name) != classes.end()) {
+      throw InputError({zero_section.source()->file, item.Mark().line + 1}, zero_section.dotted("leaf_modules"),
+                       "names '" + name + "' twice", expected);
+    }
+    classes.push_back(name);
+  }
+  apply_z3_leaf_modules(model, classes);
+  return classes;
+}
+
 }  // namespace
 
 BundledData BundledData::from_root(const std::filesystem::path& root) {
@@ -305,7 +342,7 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
                                             : YamlSection(root, source, root_path, root_line);
 
   top.allow_only({"model", "training", "cluster", "zero", "controller", "noise", "output", "divergence",
-                  "expect", "memory"});
+                  "expect", "memory", "moe"});
   Scenario scenario;
   scenario.file = file;
   scenario.name = name;
@@ -339,10 +376,12 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
   const TrainingFacts facts{scenario.training.micro_batch, scenario.training.grad_accum,
                             scenario.training.dtype, scenario.cluster.world_size(),
                             scenario.model.hidden_size};
-  scenario.zero = load_zero_config(top.section("zero"), facts,
+  const YamlSection zero_section = top.section("zero");
+  scenario.leaf_modules = load_leaf_modules(zero_section, scenario.model);
+  scenario.zero = load_zero_config(zero_section, facts,
                                    std::filesystem::path(source->file).parent_path(),
                                    &scenario.notes);
-  refuse_nvme_offload(top.section("zero"), scenario.zero);
+  refuse_nvme_offload(zero_section, scenario.zero);
   const YamlSection controller_section = top.section("controller");
   scenario.controller = load_controller_config(controller_section);
   reconcile_adaptive_keys(top, controller_section, scenario.zero, scenario.controller);
@@ -377,6 +416,7 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
 
   scenario.divergence =
       load_divergence(top, scenario.model, scenario.training.iterations, scenario.cluster.world_size());
+  scenario.moe = load_moe_config(top.section("moe"), top.has("moe") && !top.raw("moe").IsNull(), scenario.model);
   scenario.expect = load_expectations(top.section("expect"));
   const YamlSection memory = top.section("memory");
   memory.allow_only({"allocator"});

@@ -10,6 +10,7 @@
 //   divergence: iterations on which some modules do not run (trace invalidation)
 //   expect:     what a run must produce (status, metric ranges)
 //   memory:     caching-allocator options (allocator: {...})
+//   moe:        MoE router load (core/moe/moe_config.hpp); zero.leaf_modules: ZeRO-3 leaf classes
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -23,6 +24,7 @@
 #include "core/scenario/timeline_selection.hpp"
 #include "core/hardware/hardware_profile.hpp"
 #include "core/model/model_spec.hpp"
+#include "core/moe/moe_config.hpp"
 #include "core/control/prefetch_controller.hpp"
 #include "core/zero/zero_config.hpp"
 #include "core/input/yaml_section.hpp"
@@ -114,6 +116,10 @@ struct Scenario {
   OutputConfig output;
   MemoryConfig memory;
   std::vector<DivergenceConfig> divergence;
+  MoeConfig moe;
+  // zero.leaf_modules: module classes made ZeRO-3 leaves (DeepSpeed's set_z3_leaf_modules),
+  // already applied to `model` (core/moe/leaf_modules.hpp).
+  std::vector<std::string> leaf_modules;
   Expectations expect;             // checked by `run`; bundled scenarios are regression tests
   std::vector<std::string> notes;  // accepted inputs that have no effect, said out loud
 };

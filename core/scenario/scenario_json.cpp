@@ -77,6 +77,8 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
   }
   out["cluster"]["calibration"] = calibration;
   out["zero"] = zero_config_to_json(scenario.zero);
+  // Only when set, so scenarios without them read as before.
+  if (!scenario.leaf_modules.empty()) out["zero"]["leaf_modules"] = scenario.leaf_modules;
   const ControllerConfig& c = scenario.controller;
   nlohmann::ordered_json controller = {{"policy", controller_policy_name(c.policy)}};
   if (c.policy == ControllerPolicy::kPaceSearch) {
@@ -123,6 +125,16 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
     divergence.push_back({{"iteration", d.iteration}, {"skip", skip}, {"ranks", d.ranks}});
   }
   out["divergence"] = divergence;
+  if (scenario.moe.enabled) {
+    nlohmann::ordered_json moe = {{"routing", moe_routing_name(scenario.moe.routing)}};
+    if (scenario.moe.routing == MoeRouting::kZipf) moe["zipf_exponent"] = scenario.moe.zipf_exponent;
+    moe["capacity_factor"] = scenario.moe.capacity_factor > 0 ? nlohmann::ordered_json(scenario.moe.capacity_factor)
+                                                               : nlohmann::ordered_json(nullptr);
+    moe["ranks"] = moe_rank_routing_name(scenario.moe.ranks);
+    moe["experts"] = scenario.model.num_experts;
+    moe["top_k"] = scenario.model.experts_per_token;
+    out["moe"] = moe;
+  }
   out["notes"] = scenario.notes;
   return out;
 }
