@@ -5,7 +5,7 @@
 #       the prefetchlab command, the test binary and the fuzz harnesses; runs the ASan test set.
 # tsan  clang build with TSan of the threaded tests only (prefetchlab_threaded_tests): the host
 #       device and its rendezvous, the executor and its fault injection, the sweep's workers.
-# fuzz  each libFuzzer harness for FUZZ_SECONDS (default 30) on its seeded corpus, after its
+# fuzz  each libFuzzer harness for FUZZ_SECONDS (default 20) on its seeded corpus, after its
 #       regression inputs (tests/fuzz/run.sh); needs the asan build.
 # Environment: SANITIZE_DIR (default build-sanitize), JOBS, FUZZ_SECONDS, FUZZ_CLI (a built
 # prefetchlab, to seed samples.csv and nccl-tests tables). Any sanitizer report fails the job.
@@ -64,8 +64,8 @@ for job in "${jobs_wanted[@]}"; do
       "$root/tsan/tests/prefetchlab_threaded_tests" --gtest_brief=1 --gtest_filter="$tsan_filter"
       ;;
     fuzz)
-      # One harness per core at a time: 8 harnesses x 30 s in about 2 minutes on 2 cores.
-      FUZZ_JOBS=${FUZZ_JOBS:-$jobs} tests/fuzz/run.sh "$root/asan" "${FUZZ_SECONDS:-30}"
+      # One harness per core at a time: 8 harnesses x 20 s in about 1.5 minutes on 2 cores.
+      FUZZ_JOBS=${FUZZ_JOBS:-$jobs} tests/fuzz/run.sh "$root/asan" "${FUZZ_SECONDS:-20}"
       ;;
     *)
       echo "tests/sanitize.sh: unknown job '$job' (asan, tsan or fuzz)" >&2
