@@ -62,7 +62,7 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPREFETCHLAB_WER
 if [[ ${1:-} == test ]]; then
   cmake --build "$build_dir" -j "${JOBS:-$(nproc)}"
   ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-$(nproc)}"
-  # ASan+UBSan and TSan builds of the tests, and each fuzz harness for 30 s (docs/testing.md).
+  # ASan+UBSan and TSan builds of the tests, and each fuzz harness for 20 s (docs/testing.md).
   FUZZ_CLI="$build_dir/apps/prefetchlab" tests/sanitize.sh
 else
   # The quick start runs only the command line: the test suite and the benchmarks (about half

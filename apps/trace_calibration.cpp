@@ -90,9 +90,18 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
     std::printf("  host_speed %.3f: median torch-level %s call %.1f us (%lld calls) against the %.0f us the host "
                 "defaults assume\n",
                 cal.host_speed, core::collective_kind_name(cal.host_call_kind), cal.host_call_median_us,
-                static_cast<long long>(cal.host_call_events), core::kHostCallReferenceUs);
+                static_cast<long long>(cal.host_call_events), cal.host_call_reference_us);
     header << "#   host_speed " << fmt("%.3f", cal.host_speed) << " from " << cal.host_call_events
            << " torch-level collective calls (median " << fmt("%.1f", cal.host_call_median_us) << " us)\n";
+  }
+  for (const auto& hook : cal.hook_terms) {
+    values[hook.term] = hook.value_us;
+    std::printf("  %s %.1f us: %s's own time, median %.1f us over %lld calls%s (the Python tracer's overhead "
+                "included)\n",
+                hook.term.c_str(), hook.value_us, hook.function.c_str(), hook.own_median_us,
+                static_cast<long long>(hook.events), cal.host_speed > 0 ? ", times host_speed" : "");
+    header << "#   " << hook.term << " " << fmt("%.1f", hook.value_us) << " from " << hook.events << " "
+           << hook.function << " calls\n";
   }
   if (cal.launch_events > 0) {
     std::printf("  measured, not written: kernel launch call median %.1f us (%lld launches; kernel_launch_us also "

@@ -71,6 +71,10 @@ std::string deepspeed_function(const std::string& frame) {
 
 }  // namespace
 
+bool is_deepspeed_coordinator_function(const std::string& function) {
+  return function == "fetch_sub_module" || function == "release_sub_module";
+}
+
 bool is_deepspeed_hook_function(const std::string& function) {
   static const char* const kFunctions[] = {
       "_pre_forward_module_hook",        "_post_forward_module_hook",        "_pre_backward_module_hook",
@@ -185,12 +189,16 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
       return events[a].dur_ns > events[b].dur_ns;  // the parent first
     });
     std::vector<std::size_t> open;
+    std::map<std::size_t, std::size_t> hook_call_of_event;  // open DeepSpeed frames -> hook_calls
     for (const std::size_t i : indices) {
       const TraceEvent& event = events[i];
       while (!open.empty() && events[open.back()].end_ns() <= event.ts_ns) open.pop_back();
       const std::string& name = trace.name_of(event);
       CollectiveKind kind = CollectiveKind::kOther;
-      if (gloo_work_kind(name, &kind)) comm_work_track[static_cast<std::size_t>(track)] = true;
+      if (gloo_work_kind(name, &kind)) {
+        comm_work_track[static_cast<std::size_t>(track)] = true;
+        out.gloo_work = true;
+      }
       if (event.category == TraceCategory::kRuntime &&
           (starts_with(name, "cudaLaunchKernel") || starts_with(name, "hipLaunchKernel") || starts_with(name, "hipExtLaunchKernel"))) {
         out.launch_call_ns.push_back(event.dur_ns);
@@ -228,7 +236,20 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
         ++out.python_function_events;
         const std::string function = deepspeed_function(name);
         if (!function.empty() && is_deepspeed_hook_function(function)) {
-          out.hook_calls.push_back(HostHookCall{function, event.dur_ns, step_at(event.ts_ns)});
+          HostHookCall call{function, event.dur_ns, step_at(event.ts_ns)};
+          // Charge a coordinator call to each enclosing DeepSpeed frame once: to those that no
+          // coordinator frame between them and it already holds.
+          bool inside_coordinator = false;
+          for (auto it = open.rbegin(); it != open.rend(); ++it) {
+            const auto found = hook_call_of_event.find(*it);
+            if (found == hook_call_of_event.end()) continue;
+            call.nested_in_hook = true;
+            HostHookCall& parent = out.hook_calls[found->second];
+            if (is_deepspeed_coordinator_function(function) && !inside_coordinator) parent.coordinator_ns += event.dur_ns;
+            inside_coordinator = inside_coordinator || is_deepspeed_coordinator_function(parent.function);
+          }
+          hook_call_of_event[i] = out.hook_calls.size();
+          out.hook_calls.push_back(std::move(call));
         }
       }
       open.push_back(i);

@@ -63,7 +63,15 @@ struct HostHookCall {
   std::string function;  // "_pre_forward_module_hook", "fetch_sub_module", ...
   std::int64_t duration_ns = 0;
   int step = -1;
+  // The time of the coordinator calls (fetch_sub_module, release_sub_module) nested in it, the
+  // outermost of each: duration_ns minus this is a hook's own time, as the host-cost model's
+  // hook terms count it (core/hardware/calibration.hpp).
+  std::int64_t coordinator_ns = 0;
+  bool nested_in_hook = false;  // called from inside another of these DeepSpeed functions
 };
+
+// fetch_sub_module or release_sub_module: the coordinator calls a hook's own time leaves out.
+bool is_deepspeed_coordinator_function(const std::string& function);
 
 // The DeepSpeed functions host_hook_calls collects (docs/traces.md).
 bool is_deepspeed_hook_function(const std::string& function);
@@ -74,6 +82,7 @@ struct RankTimeline {
   bool rank_from_file = false;     // distributedInfo.rank; else the position among the files
   std::int64_t world_size = -1;
   std::string backend;
+  bool gloo_work = false;          // gloo's worker-thread events (gloo:all_gather, ...) were seen
   bool absolute_clock = true;      // false for legacy exports (per-process relative time)
   bool has_gpu_kernels = false;
   std::vector<RankStep> steps;

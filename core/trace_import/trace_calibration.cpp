@@ -27,6 +27,48 @@ int dtype_bytes(const std::string& dtype) {
   return 0;
 }
 
+namespace {
+
+// DeepSpeed's module hooks, outer wrapper first (deepspeedai/DeepSpeed
+// deepspeed/runtime/zero/parameter_offload.py): the wrapper registered on the module, and the
+// function it calls, which older releases' traces may show alone.
+struct HookFunctions {
+  const char* term;
+  const char* wrapper;
+  const char* inner;
+};
+constexpr HookFunctions kHookFunctions[] = {
+    {"host_pre_forward_hook_us", "_pre_forward_module_hook", "pre_sub_module_forward_function"},
+    {"host_post_forward_hook_us", "_post_forward_module_hook", "post_sub_module_forward_function"},
+    {"host_pre_backward_hook_us", "_pre_backward_module_hook", "pre_sub_module_backward_function"},
+    {"host_post_backward_hook_us", "_post_backward_module_hook", "post_sub_module_backward_function"},
+};
+
+void fit_hook_terms(const TraceSet& set, TraceCalibration* out) {
+  for (const auto& hook : kHookFunctions) {
+    std::vector<double> wrapper_us, inner_us;
+    for (const auto& rank : set.ranks) {
+      for (const auto& call : rank.hook_calls) {
+        const double own_us = static_cast<double>(call.duration_ns - call.coordinator_ns) / 1e3;
+        if (call.function == hook.wrapper) wrapper_us.push_back(own_us);
+        if (call.function == hook.inner && !call.nested_in_hook) inner_us.push_back(own_us);
+      }
+    }
+    const bool wrapped = !wrapper_us.empty();
+    const std::vector<double>& own = wrapped ? wrapper_us : inner_us;
+    if (own.empty()) continue;
+    TraceCalibration::HookTerm term;
+    term.term = hook.term;
+    term.function = wrapped ? hook.wrapper : hook.inner;
+    term.events = static_cast<std::int64_t>(own.size());
+    term.own_median_us = median_of(own);
+    term.value_us = term.own_median_us * (out->host_speed > 0 ? out->host_speed : 1.0);
+    out->hook_terms.push_back(std::move(term));
+  }
+}
+
+}  // namespace
+
 TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
   TraceCalibration out;
   if (!set.cross_rank_times) {
@@ -110,8 +152,15 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
   // Host: torch-level collective calls; all_gather's when there are any (ZeRO-3's most frequent).
   std::map<CollectiveKind, std::vector<double>> calls;
   std::vector<double> launches;
+  bool gloo = false;
   for (const auto& rank : set.ranks) {
-    for (const auto& call : rank.host_calls) calls[call.kind].push_back(static_cast<double>(call.duration_ns) / 1e3);
+    // gloo runs a collective on its own worker thread: the c10d op only enqueues it (~1 us on
+    // DeepSpeed's CPU recordings), which says nothing of a call's host cost.
+    const bool enqueue_only = rank.backend == "gloo" || rank.gloo_work;
+    gloo = gloo || enqueue_only;
+    for (const auto& call : rank.host_calls) {
+      if (!enqueue_only) calls[call.kind].push_back(static_cast<double>(call.duration_ns) / 1e3);
+    }
     for (const auto ns : rank.launch_call_ns) launches.push_back(static_cast<double>(ns) / 1e3);
   }
   const std::vector<double>* chosen = nullptr;
@@ -130,26 +179,32 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
   if (chosen != nullptr && !chosen->empty()) {
     out.host_call_events = static_cast<std::int64_t>(chosen->size());
     out.host_call_median_us = median_of(*chosen);
-    if (out.host_call_median_us > 0) out.host_speed = kHostCallReferenceUs / out.host_call_median_us;
+    out.host_call_reference_us =
+        out.host_call_kind == CollectiveKind::kAllReduce ? kAllReduceCallReferenceUs : kHostCallReferenceUs;
+    if (out.host_call_median_us > 0) out.host_speed = out.host_call_reference_us / out.host_call_median_us;
   } else {
-    out.not_fitted.push_back("host_speed: no torch-level collective calls (c10d::*) in the traces");
+    out.not_fitted.push_back(gloo ? "host_speed: on gloo a c10d op only enqueues the collective for gloo's worker "
+                                    "thread, so its time is not a call's host cost"
+                                  : "host_speed: no torch-level collective calls (c10d::*) in the traces");
   }
   if (!launches.empty()) {
     out.launch_events = static_cast<std::int64_t>(launches.size());
     out.launch_median_us = median_of(launches);
   }
-  bool python = false, hooks = false;
-  for (const auto& rank : set.ranks) {
-    python = python || rank.python_function_events > 0;
-    hooks = hooks || !rank.hook_calls.empty();
+  bool python = false;
+  for (const auto& rank : set.ranks) python = python || rank.python_function_events > 0;
+  fit_hook_terms(set, &out);
+  if (out.hook_terms.empty()) {
+    out.not_fitted.push_back(python ? "DeepSpeed hook terms (host_*_hook_us): python_function events, but none of "
+                                      "DeepSpeed's ZeRO-3 module hooks among them"
+                                    : "DeepSpeed hook terms (host_*_hook_us): no python_function events (record with "
+                                      "with_stack=True)");
   }
-  out.not_fitted.push_back(hooks ? "DeepSpeed hook terms (host_*_hook_us, host_fetch_*): the hooks' times are in "
-                                   "trace-summary (nested calls and the tracer's overhead included); splitting them "
-                                   "into the terms' own times is not implemented yet"
-                           : python ? "DeepSpeed hook terms (host_*_hook_us, host_fetch_*): python_function events, but "
-                                      "none of DeepSpeed's ZeRO-3 hooks among them"
-                                    : "DeepSpeed hook terms (host_*_hook_us, host_fetch_*): no python_function events "
-                                      "(record with with_stack=True)");
+  if (python) {
+    out.not_fitted.push_back("host_fetch_*, host_release_*, host_allgather_*: a fetch's own time also holds its "
+                             "blocking in handle.wait(), and the per-parameter terms need each call's parameter count, "
+                             "which python_function events do not carry");
+  }
   out.not_fitted.push_back("compute_time_scale: needs the traced job's scenario (--scenario) to simulate beside it");
   return out;
 }

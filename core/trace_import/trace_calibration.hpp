@@ -32,16 +32,31 @@ struct TraceCalibration {
   std::int64_t host_call_events = 0;
   double host_call_median_us = 0;
   CollectiveKind host_call_kind = CollectiveKind::kOther;
-  // host_speed = kHostCallReferenceUs / host_call_median_us: the simulator's host defaults are
-  // anchored at a torch-level collective call costing 115 us on a GPU server
-  // (core/hardware/calibration.hpp).
+  // host_speed = host_call_reference_us / host_call_median_us: the simulator's host defaults are
+  // anchored at a torch-level collective call costing 115 us on a GPU server, 84 us for an
+  // in-place all_reduce (core/hardware/calibration.hpp).
   double host_speed = 0;
+  // host_speed's reference: what the simulator's defaults charge for one call of
+  // host_call_kind on a GPU server (an in-place all_reduce is cheaper than the others).
+  double host_call_reference_us = 0;
+  // DeepSpeed's module hooks from python_function events (with_stack=True): each hook's own
+  // time (its fetch or release left out), median over the outermost calls, at host_speed 1
+  // (times host_speed when that was fitted). `term` is the profile key (host_*_hook_us).
+  struct HookTerm {
+    std::string term;
+    std::string function;  // the DeepSpeed function measured
+    std::int64_t events = 0;
+    double own_median_us = 0;  // as recorded
+    double value_us = 0;       // at host_speed 1
+  };
+  std::vector<HookTerm> hook_terms;
   std::int64_t launch_events = 0;
   double launch_median_us = 0;
   std::vector<std::string> not_fitted;  // what the traces cannot calibrate, and why
 };
 
 inline constexpr double kHostCallReferenceUs = 115.0;
+inline constexpr double kAllReduceCallReferenceUs = 84.0;  // host_all_reduce_call_ns's default
 // Below this largest size a fit's slope is noise on the latency (a few small all-reduces of
 // flags would give a bus bandwidth of MB/s): no bandwidth is fitted.
 inline constexpr std::int64_t kMinBandwidthBytes = std::int64_t{1} << 20;

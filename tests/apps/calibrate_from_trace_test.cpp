@@ -100,3 +100,47 @@ TEST(CalibrateFromTrace, OnlyOneSourceAtATime) {
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("more than one is given"), std::string::npos) << result.output;
 }
+
+TEST(CalibrateFromTrace, FitsDeepSpeedHookTermsFromPythonFunctionEvents) {
+  // with_stack=True frames: each module's pre-forward hook (100 + 10 * k us) holds a fetch (30 us)
+  // holding an all_gather_coalesced; the inner function shows too. Torch-level all_gather calls
+  // of 230 us give host_speed 115 / 230 = 0.5, so the terms at host_speed 1 are half the own time.
+  TempDir dir("calibrate-trace");
+  SyntheticTrace t(0, 1);
+  t.step(1, 0, 100'000);
+  const std::string offload = "site-packages/deepspeed/runtime/zero/parameter_offload.py(";
+  const std::string coordinator = "site-packages/deepspeed/runtime/zero/partitioned_param_coordinator.py(";
+  double clock = 100;
+  for (int k = 0; k < 5; ++k) {
+    const double own = 100 + 10 * k;  // median 120
+    t.cpu(offload + "353): _pre_forward_module_hook", clock, own + 30, "python_function", {});
+    t.cpu(offload + "480): pre_sub_module_forward_function", clock + 5, own + 20, "python_function", {});
+    t.cpu(coordinator + "270): fetch_sub_module", clock + 10, 30, "python_function", {});
+    t.cpu("site-packages/deepspeed/runtime/zero/partition_parameters.py(1100): all_gather_coalesced", clock + 12, 20,
+          "python_function", {});
+    t.cpu("c10d::_allgather_base_", clock + 14, 230, "cpu_op", {});  // overlapping on purpose: only its time counts
+    clock += 1000;
+    t.cpu(offload + "400): _post_backward_module_hook", clock, 80, "python_function", {});
+    t.cpu(coordinator + "300): release_sub_module", clock + 10, 60, "python_function", {});
+    clock += 1000;
+  }
+  const std::string trace = t.write(dir.path() / "rank0.json").string();
+  const std::string fitted = (dir.path() / "fitted.yaml").string();
+  const auto result = prefetchlab::testing::run_cli("calibrate --base h100-sxm-8x -o " + fitted + " --from-trace " + trace);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const YAML::Node calibration = YAML::LoadFile(fitted)["calibration"];
+  ASSERT_TRUE(calibration) << result.output;
+  EXPECT_NEAR(calibration["host_speed"].as<double>(), 0.5, 1e-9) << result.output;
+  EXPECT_NEAR(calibration["host_pre_forward_hook_us"].as<double>(), 120 * 0.5, 1e-6) << result.output;
+  EXPECT_NEAR(calibration["host_post_backward_hook_us"].as<double>(), 20 * 0.5, 1e-6) << result.output;
+  EXPECT_FALSE(calibration["host_pre_backward_hook_us"]) << result.output;  // no such calls
+  EXPECT_NE(result.output.find("_pre_forward_module_hook's own time, median 120.0 us over 5 calls"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("not fitted: host_fetch_*"), std::string::npos) << result.output;
+  // The written profile is one the simulator reads (5: the scenario's expect: bands hold for the
+  // default profile, not for a host twice as slow).
+  const auto run = prefetchlab::testing::run_cli("run scenarios/tiny-llama-2x-h100.yaml --set cluster.hardware=" + fitted +
+                                                 " --set output.trace=false -o " + (dir.path() / "run").string());
+  EXPECT_TRUE(run.exit_code == 0 || run.exit_code == 5) << run.output;
+  EXPECT_NE(run.output.find("steady step time"), std::string::npos) << run.output;
+}
