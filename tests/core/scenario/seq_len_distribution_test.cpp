@@ -188,6 +188,13 @@ TEST(SeqLenDistribution, CommandLineExitsWithTwoNamingTheKey) {
     EXPECT_NE(result.output.find(key), std::string::npos) << value << "\n" << result.output;
     EXPECT_NE(result.output.find("s.yaml"), std::string::npos) << value << "\n" << result.output;
   }
+  // Written by --set: the error points at the --set, not at the file's seq_len.
+  const auto plain = dir.write("s.yaml", tiny("256"));
+  const auto set = run_cli("run " + plain.string() + " -o " + (dir.path() / "out").string() +
+                           " --set 'training.seq_len={uniform: [512, 64]}'");
+  EXPECT_EQ(set.exit_code, 2) << set.output;
+  EXPECT_NE(set.output.find("--set training.seq_len"), std::string::npos) << set.output;
+  EXPECT_NE(set.output.find("training.seq_len.uniform"), std::string::npos) << set.output;
   dir.write("bad.txt", "128\nabc\n");
   const auto scenario = dir.write("s.yaml", tiny("{file: bad.txt}"));
   const auto result = run_cli("describe " + scenario.string());
