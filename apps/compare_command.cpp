@@ -44,10 +44,16 @@ struct Outcome {
   std::int64_t final_bucket_numel = 0;
 };
 
-std::int64_t median_of_last_half(const std::vector<std::int64_t>& steps) {
+// The steady step: the median of the last half of the steps, or their mean where lengths vary
+// (a median of a mix of lengths is one length's time; every configuration draws the same
+// lengths from the same seed, so means compare like with like).
+std::int64_t steady_of_last_half(const std::vector<std::int64_t>& steps, bool mean) {
   if (steps.empty()) return 0;
   std::vector<std::int64_t> tail(steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2), steps.end());
-  return core::median_ns(tail);
+  if (!mean) return core::median_ns(tail);
+  std::int64_t sum = 0;
+  for (const std::int64_t step : tail) sum += step;
+  return sum / static_cast<std::int64_t>(tail.size());
 }
 
 Outcome simulate_seed(const std::string& file, std::vector<std::string> overrides, std::string label) {
@@ -67,7 +73,7 @@ Outcome simulate_seed(const std::string& file, std::vector<std::string> override
     outcome.peak_reserved_bytes = std::max(outcome.peak_reserved_bytes, it.peak_reserved_bytes);
     outcome.final_bucket_numel = it.bucket_numel;
   }
-  outcome.steady_ns = median_of_last_half(outcome.step_ns);
+  outcome.steady_ns = steady_of_last_half(outcome.step_ns, scenario.training.seq_len_distribution.varies());
   return outcome;
 }
 
@@ -136,12 +142,15 @@ std::vector<Outcome> run_all(const std::vector<std::function<Outcome()>>& jobs, 
 // The iteration (the first of an optimizer step) from which the step time stays within 2% of
 // `target_ns` to the end of the run
 // (iteration 1 records the trace, so 2 is the earliest possible); nullopt when it never settles.
-std::optional<std::int64_t> settled_from_iteration(const Outcome& outcome, std::int64_t target_ns) {
+// Where lengths vary, each step is held to the best static's own step of the same number
+// (`per_step`: the same seed draws the same lengths in every configuration).
+std::optional<std::int64_t> settled_from_iteration(const Outcome& outcome, std::int64_t target_ns,
+                                                   const std::vector<std::int64_t>* per_step = nullptr) {
   if (outcome.status != core::RunStatus::kOk) return std::nullopt;
-  const double limit = 1.02 * static_cast<double>(target_ns);
   std::optional<std::int64_t> settled;
   for (std::size_t i = outcome.step_ns.size(); i-- > 1;) {
-    if (static_cast<double>(outcome.step_ns[i]) > limit) break;
+    const std::int64_t target = per_step && i < per_step->size() ? (*per_step)[i] : target_ns;
+    if (static_cast<double>(outcome.step_ns[i]) > 1.02 * static_cast<double>(target)) break;
     settled = static_cast<std::int64_t>(i == 0 ? 1 : outcome.step_last_iteration[i - 1] + 1);
   }
   return settled;
@@ -178,6 +187,7 @@ int compare(const CompareOptions& options) {
     const core::Scenario scenario = core::load_scenario(file, {}, bundled_data());
     if (const std::string note = uncalibrated_note(scenario); !note.empty()) std::cerr << note << "\n";
     const bool noisy = seeds_vary(scenario.noise);
+    const bool lengths_vary = scenario.training.seq_len_distribution.varies();
     const int seeds = noisy ? options.seeds : 1;
     const std::uint64_t first_seed = scenario.noise.seed;
     std::vector<std::function<Outcome()>> jobs;
@@ -218,7 +228,7 @@ int compare(const CompareOptions& options) {
                                          return a.steady_ns < b.steady_ns;
                                        });
     auto row = [&](const Outcome& o, const std::string& label) {
-      const auto settled = settled_from_iteration(o, best->steady_ns);
+      const auto settled = settled_from_iteration(o, best->steady_ns, lengths_vary ? &best->step_ns : nullptr);
       const double ratio = static_cast<double>(o.steady_ns) / static_cast<double>(best->steady_ns);
       char vs[64];
       // A difference no larger than either row's spread over the seeds is not a difference.

@@ -56,6 +56,9 @@ struct DescribeInput {
   core::ZeroConfig zero;
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 0;
+  // A scenario's training.seq_len when it is a distribution: FLOPs are shown at its longest
+  // length (seq_len), with the distribution named beside it.
+  std::string seq_len_distribution;
   std::string origin;
   std::vector<std::string> notes;
   // For --costs: the GPU and calibration the kernels are priced on.
@@ -90,6 +93,9 @@ DescribeInput resolve_target(const DescribeOptions& options) {
       input.zero = scenario.zero;
       input.micro_batch = scenario.training.micro_batch;
       input.seq_len = scenario.training.seq_len;
+      if (scenario.training.seq_len_distribution.kind != core::SeqLenKind::kFixed) {
+        input.seq_len_distribution = scenario.training.seq_len_distribution.text();
+      }
       input.origin = "scenario " + options.target;
       input.notes = scenario.notes;
       input.hardware = scenario.cluster.hardware;
@@ -145,6 +151,7 @@ DescribeInput resolve_target(const DescribeOptions& options) {
                              "at most " + std::to_string(input.max_positions));
     }
     input.seq_len = *options.seq_len;
+    input.seq_len_distribution.clear();
   }
   return input;
 }
@@ -157,8 +164,11 @@ int describe(const DescribeOptions& options) {
                               input.zero.model_persistence_threshold_numel);
   std::cout << model.name << " from " << input.origin << "\n";
   for (const auto& note : input.notes) std::cout << "note: " << note << "\n";
-  std::cout << "micro_batch " << input.micro_batch << ", seq_len " << input.seq_len
-            << ", persistence threshold " << with_commas(input.zero.param_persistence_threshold_numel)
+  std::cout << "micro_batch " << input.micro_batch << ", seq_len " << input.seq_len;
+  if (!input.seq_len_distribution.empty()) {
+    std::cout << " (the longest of " << input.seq_len_distribution << "; FLOPs at it)";
+  }
+  std::cout << ", persistence threshold " << with_commas(input.zero.param_persistence_threshold_numel)
             << " elements\n\n";
   int name_width = 6;
   for (const auto& module : model.modules) {

@@ -51,7 +51,7 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
                    const sim::WorldResult& result, const std::filesystem::path& dir) {
   std::cout << scenario.name << ": " << scenario.model.name << " on " << scenario.cluster.world_size() << "x "
             << scenario.cluster.hardware.name << ", micro_batch " << scenario.training.micro_batch << ", seq_len "
-            << scenario.training.seq_len << ", prefetch bucket " << scenario.zero.prefetch_bucket_numel << "\n";
+            << scenario.training.seq_len_distribution.text() << ", prefetch bucket " << scenario.zero.prefetch_bucket_numel << "\n";
   for (const auto& note : scenario.notes) std::cout << "note: " << note << "\n";
   if (const std::string note = uncalibrated_note(scenario); !note.empty()) std::cout << note << "\n";
   std::cout << "status:              " << core::run_status_name(result.status);
@@ -66,8 +66,11 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
                       ? std::string("no complete step in the run: ") + std::to_string(stats.facts.grad_accum) +
                             " x the micro-batch median, optimizer left out"
                       : std::to_string(stats.steady_optimizer_steps) + " steady steps")
-              << "; micro-batch median " << ms(stats.steady_micro_batch_time_ns) << ")";
+              << "; micro-batch " << (stats.steady_is_mean_over_lengths ? "mean " : "median ")
+              << ms(stats.steady_micro_batch_time_ns) << ")";
   }
+  // A median of a mix of lengths would be one length's time: the mean counts every iteration.
+  if (stats.steady_is_mean_over_lengths) std::cout << " (mean over the steady steps: lengths vary)";
   std::cout << "\n";
   std::printf("samples/s:           %.2f\n", stats.samples_per_second);
   std::printf("tokens/s:            %.0f\n", stats.tokens_per_second);
@@ -168,7 +171,7 @@ int run(const RunOptions& options) {
   std::filesystem::create_directories(dir);
 
   // Row files are appended and flushed as each iteration finishes.
-  core::IterationsCsv iterations_csv(dir / "iterations.csv");
+  core::IterationsCsv iterations_csv(dir / "iterations.csv", scenario.training.seq_len_distribution.varies());
   core::SamplesCsv samples_csv(dir / "samples.csv",
                                {core::kHostWaitColumn, core::kHostIntervalColumn, core::kPeakReservedColumn});
   core::BucketsCsv buckets_csv(dir / "buckets.csv");

@@ -116,6 +116,13 @@ int validate(const ValidateOptions& o) {
     overrides.push_back("cluster.hardware=" + (is_file ? std::filesystem::absolute(given).string() : o.hardware));
   }
   const core::Scenario scenario = core::load_scenario(o.scenario, overrides, bundled_data());
+  // Said before any device starts (the executor refuses it too, gpu_backend/rank_executor.cpp).
+  if (scenario.training.seq_len_distribution.varies()) {
+    throw core::InputError({o.scenario, 0}, "training.seq_len",
+                           "is a distribution of lengths (" + scenario.training.seq_len_distribution.text() +
+                               "), which is simulated only; the real backend runs one length",
+                           "a fixed seq_len (or {packed: N}) for validate --backend");
+  }
   const std::filesystem::path dir = o.output_dir.empty() ? scenario.output.dir / "validate" : std::filesystem::path(o.output_dir);
   std::filesystem::create_directories(dir);
   const int warmup = static_cast<int>(scenario.training.warmup_iterations);

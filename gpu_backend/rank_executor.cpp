@@ -53,6 +53,14 @@ RankExecutor::RankExecutor(const core::Scenario& scenario, Device& device, const
                            "is simulated only; the real backend neither routes tokens nor has leaf-module hooks",
                            "run the scenario with `prefetchlab run`, or leave the key out for the real backend");
   }
+  // Lengths that change per iteration are simulated only: the real backend would run every
+  // iteration at the longest length, another workload than the scenario's.
+  if (scenario.training.seq_len_distribution.varies()) {
+    throw core::InputError({scenario.file.string(), 0}, "training.seq_len",
+                           "is a distribution of lengths (" + scenario.training.seq_len_distribution.text() +
+                               "), which is simulated only; the real backend runs one length",
+                           "run the scenario with `prefetchlab run`, or a fixed seq_len (or {packed: N}) for the real backend");
+  }
   offload_param_ = scenario.zero.offload_param.device == core::OffloadDevice::kCpu;
   offload_optimizer_ = scenario.zero.offload_optimizer.device == core::OffloadDevice::kCpu;
   core::ControllerContext context;

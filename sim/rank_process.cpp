@@ -199,7 +199,9 @@ std::int64_t RankProcess::routed(int module, std::int64_t value) const {
   const std::int64_t tokens = module_tokens_[static_cast<std::size_t>(module)];
   if (tokens < 0) return value;
   const core::RouterSpec& r = shared_.routing->router();
-  const double mean = static_cast<double>(r.tokens * r.top_k) / static_cast<double>(r.experts);
+  // The costs were built at this iteration's length: its mean share is of its own tokens.
+  const double mean = static_cast<double>(shared_.routing->tokens_of(current_->iteration) * r.top_k) /
+                      static_cast<double>(r.experts);
   return std::llround(static_cast<double>(value) * static_cast<double>(tokens) / mean);
 }
 
@@ -335,6 +337,7 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   current_->peak_allocated_bytes = memory_->allocated_bytes();
   current_->peak_reserved_bytes = memory_->reserved_bytes();
   current_->iteration = iteration;
+  costs_ = shared_.iteration_costs[static_cast<std::size_t>(iteration - 1)];
   if (shared_.routing) current_->dropped_tokens = shared_.routing->route(iteration, rank_, module_tokens_);
   current_->optimizer_step = iteration % scenario.training.grad_accum == 0;
   current_->peak_gathered_bytes = gathered_bytes_;
@@ -475,15 +478,15 @@ HostTask RankProcess::forward(int module) {
   // The module's own work runs after its children (containers: residual adds, attention core):
   // the host launches its kernels one by one; the compute stream runs them as one span
   // (ComputeModel::module_forward_ns), which starts after the first launch.
-  co_await launch_own_work(routed_kernel_ns(module, shared_.forward_kernel_ns[static_cast<std::size_t>(module)]),
+  co_await launch_own_work(routed_kernel_ns(module, costs_->forward_kernel_ns[static_cast<std::size_t>(module)]),
                            compute.host().forward_op_host_ns(), shared_.forward_label[static_cast<std::size_t>(module)]);
   // What the module saves for backward stays allocated until its backward ran. Under
   // checkpointing a layer keeps only its input in the first forward; its modules save their
   // activations when backward re-runs the layer.
   const auto m = static_cast<std::size_t>(module);
-  std::int64_t saved = routed(module, shared_.activation_bytes[m]);
+  std::int64_t saved = routed(module, costs_->activation_bytes[m]);
   if (shared_.inside_checkpoint_unit[m] && !recomputing_) {
-    saved = shared_.checkpoint_unit[m] ? shared_.checkpoint_input_bytes : 0;
+    saved = shared_.checkpoint_unit[m] ? costs_->checkpoint_input_bytes : 0;
   }
   if (saved > 0 && !activation_block_[m]) {
     activation_block_[static_cast<std::size_t>(module)] = allocate(saved, compute_, module, "activations", core::MemoryUse::kActivations);
@@ -523,7 +526,7 @@ HostTask RankProcess::backward(int module) {
 
   // Own backward (data and weight gradients), then this module's gradient hooks; children
   // follow in reverse execution order (autograd order).
-  co_await launch_own_work(routed_kernel_ns(module, shared_.backward_kernel_ns[static_cast<std::size_t>(module)]),
+  co_await launch_own_work(routed_kernel_ns(module, costs_->backward_kernel_ns[static_cast<std::size_t>(module)]),
                            compute.host().backward_op_host_ns(), shared_.backward_label[static_cast<std::size_t>(module)]);
   if (auto& saved = activation_block_[static_cast<std::size_t>(module)]) {
     memory_->free(*saved, engine_.now_ns());  // compute stream: reusable by later kernels at once

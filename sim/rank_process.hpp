@@ -21,6 +21,7 @@
 #include "sim/device_stream.hpp"
 #include "sim/host_task.hpp"
 #include "sim/label_table.hpp"
+#include "sim/length_costs.hpp"
 #include "sim/rank_memory.hpp"
 #include "sim/trace_recorder.hpp"
 
@@ -96,14 +97,12 @@ struct SharedRankContext {
   LabelTable* labels = nullptr;
   TraceRecorder* trace = nullptr;
   SharedCores* shared_cores = nullptr;  // contention_model: shared_cores (else contention factors)
-  // Per module, its own work's kernels in launch order (ComputeModel::module_*_kernel_ns).
-  std::vector<std::vector<TimeNs>> forward_kernel_ns;
-  std::vector<std::vector<TimeNs>> backward_kernel_ns;
-  std::vector<std::int64_t> activation_bytes;  // per module, saved for backward
+  // Per iteration (index iteration - 1), its sequence length's costs: one LengthCosts per
+  // distinct length the run draws (training.seq_len_distribution), shared by every rank.
+  std::vector<const LengthCosts*> iteration_costs;
   // Activation checkpointing: the transformer layers (units) and the modules inside them.
   std::vector<bool> checkpoint_unit;
   std::vector<bool> inside_checkpoint_unit;
-  std::int64_t checkpoint_input_bytes = 0;  // what a unit keeps: its input (b*s*h, model dtype)
   // Pinned host<->device copy rates (offload), bytes per second.
   double host_to_device_bytes_per_s = 0;
   double device_to_host_bytes_per_s = 0;
@@ -245,6 +244,7 @@ class RankProcess final : public StreamObserver {
 
   std::deque<RankIteration> iterations_;  // stable addresses: current_ and fetch pointers
   RankIteration* current_ = nullptr;
+  const LengthCosts* costs_ = nullptr;  // the current iteration's sequence length's
   std::size_t fetches_per_iteration_ = 0;  // the last iteration's fetch count (a capacity hint)
   // Indexed by the coordinator's gather and handle ids (dense, increasing): no tree lookups on
   // the hot path. -1 / !alive marks ids that are done with.

@@ -115,12 +115,18 @@ void World::build_shared_context() {
   shared_.persistent = core::persistent_params(model, scenario_.zero.param_persistence_threshold_numel,
                                                scenario_.zero.model_persistence_threshold_numel);
   shared_.grad_uses = core::gradient_uses(model);
-  const auto b = scenario_.training.micro_batch;
-  const auto s = scenario_.training.seq_len;
+  // Every rank runs an iteration at the same length: lengths come from one stream of the
+  // scenario's seed, not from each rank's data. Real data-parallel ranks read different
+  // batches, and DeepSpeed does not pad or bucket lengths across ranks per global batch; we
+  // simply assume the lengths agree, which keeps every rank's collectives matched (ranks at
+  // different lengths would wait on each other's compute at every collective; not modelled).
+  seq_len_ = scenario_.training.seq_len_distribution.draw(scenario_.noise.seed, scenario_.training.iterations);
+  for (const std::int64_t s : seq_len_) {
+    auto [it, fresh] = length_costs_.try_emplace(s);
+    if (fresh) it->second = length_costs(model, *compute_, scenario_.training.micro_batch, s, scenario_.training.dtype);
+    shared_.iteration_costs.push_back(&it->second);
+  }
   for (const auto& module : model.modules) {
-    shared_.forward_kernel_ns.push_back(compute_->module_forward_kernel_ns(module, b, s));
-    shared_.backward_kernel_ns.push_back(compute_->module_backward_kernel_ns(module, b, s));
-    shared_.activation_bytes.push_back(module.activation_bytes.at(b, s));
     const std::string name = module.display_name();
     shared_.forward_label.push_back(labels_.intern("fwd " + name));
     shared_.backward_label.push_back(labels_.intern("bwd " + name));
@@ -129,7 +135,6 @@ void World::build_shared_context() {
   core::CheckpointUnits units = core::checkpoint_units(model, scenario_.training.activation_checkpointing);
   shared_.checkpoint_unit = std::move(units.unit);
   shared_.inside_checkpoint_unit = std::move(units.inside);
-  shared_.checkpoint_input_bytes = core::checkpoint_input_bytes(model, b, s, scenario_.training.dtype);
   shared_.host_to_device_bytes_per_s = core::host_to_device_bytes_per_s(scenario_.cluster.hardware);
   shared_.device_to_host_bytes_per_s = core::device_to_host_bytes_per_s(scenario_.cluster.hardware);
   shared_.label_copy_in = labels_.intern("all-gather copy-in");
@@ -217,6 +222,8 @@ core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
         it.stall_ns[0] + it.stall_ns[1] + reduce_tail + it.regather_block_ns + it.other_comm_idle_ns;
 
     record.optimizer_step = it.optimizer_step;
+    record.seq_len = seq_len_[static_cast<std::size_t>(iteration - 1)];
+    record.model_flops_per_gpu = shared_.iteration_costs[static_cast<std::size_t>(iteration - 1)]->model_flops_per_gpu;
     record.trace_mode = it.trace_mode;
     record.trace_invalidations = std::max(record.trace_invalidations, it.trace_invalidations);
     record.untraced_stall_ns = std::max(record.untraced_stall_ns, it.untraced_stall_ns);
@@ -299,7 +306,8 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
   result_.metrics.facts.ranks = ranks();
   result_.metrics.report_trace_invalidations = routing_ != nullptr;
   result_.metrics.facts.micro_batch = training.micro_batch;
-  result_.metrics.facts.seq_len = training.seq_len;
+  result_.metrics.facts.seq_len = training.seq_len;  // the longest a distribution draws
+  result_.metrics.facts.seq_len_varies = training.seq_len_distribution.varies();
   result_.metrics.facts.grad_accum = training.grad_accum;
   // MFU convention: forward + backward = 3 x forward model FLOPs (Korthikanti et al. 2022, App. A).
   result_.metrics.facts.model_flops_per_gpu_iteration =

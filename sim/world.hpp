@@ -4,6 +4,7 @@
 // core::Metrics. A run is a pure function of the scenario (and its seed).
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -89,6 +90,10 @@ class World final : public EventHandler, public CollectiveListener {
   std::unique_ptr<AgreementBoard> agreement_;
   std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<core::ExpertRouting> routing_;  // scenario `moe:` only
+  // training.seq_len_distribution: each iteration's length (index iteration - 1) and the costs of
+  // every distinct length drawn (a map: node addresses stay put for SharedRankContext).
+  std::vector<std::int64_t> seq_len_;
+  std::map<std::int64_t, LengthCosts> length_costs_;
   std::unique_ptr<SharedCores> shared_cores_;  // contention_model: shared_cores only
   std::vector<std::unique_ptr<RankProcess>> ranks_;
   std::vector<int> ranks_done_;  // per iteration (1-based)

@@ -111,7 +111,10 @@ InputLocation YamlSection::location(std::string_view key) const {
   // A key written (or a section created) by --set is reported as coming from the command line.
   const std::string full = dotted(key);
   for (const auto& overridden : source_->overridden_keys) {
-    if (overridden == full || overridden.starts_with(full + ".")) return {"--set " + overridden, 0};
+    // Also a key inside a mapping --set wrote whole (--set 'training.seq_len={uniform: [1, 2]}').
+    if (overridden == full || overridden.starts_with(full + ".") || full.starts_with(overridden + ".")) {
+      return {"--set " + overridden, 0};
+    }
   }
   for (const auto& [overridden, origin] : source_->override_origins) {
     if (overridden == full || overridden.starts_with(full + ".")) return origin;

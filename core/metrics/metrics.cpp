@@ -96,6 +96,55 @@ std::int64_t mean_ns(const std::vector<const IterationRecord*>& records,
   return sum / static_cast<std::int64_t>(records.size());
 }
 
+// RunFacts::seq_len_varies: means and totals over the steady window (the steady optimizer
+// steps' iterations, else the steady iterations) replace the medians (SummaryStats).
+void summarize_mixed_lengths(const Metrics& metrics, const std::vector<const IterationRecord*>& steady,
+                             const std::vector<OptimizerStepTime>& steps, int warmup_iterations, SummaryStats& stats) {
+  stats.steady_is_mean_over_lengths = true;
+  stats.steady_micro_batch_time_ns = mean_ns(steady, &IterationRecord::step_time_ns);
+  const std::int64_t accum = std::max<std::int64_t>(1, metrics.facts.grad_accum);
+  std::vector<const OptimizerStepTime*> window_steps;
+  for (const OptimizerStepTime& step : steps) {
+    if (step.first_iteration > warmup_iterations) window_steps.push_back(&step);
+  }
+  if (window_steps.empty()) {
+    for (const OptimizerStepTime& step : steps) window_steps.push_back(&step);
+  }
+  std::vector<const IterationRecord*> window;
+  if (window_steps.empty()) {
+    window = steady;
+    stats.steady_step_time_ns = stats.steady_micro_batch_time_ns * accum;
+  } else {
+    std::int64_t total_ns = 0;
+    for (const OptimizerStepTime* step : window_steps) total_ns += step->time_ns;
+    stats.steady_step_time_ns = total_ns / static_cast<std::int64_t>(window_steps.size());
+    for (const IterationRecord& record : metrics.iterations) {
+      for (const OptimizerStepTime* step : window_steps) {
+        if (record.iteration >= step->first_iteration && record.iteration <= step->last_iteration) {
+          window.push_back(&record);
+          break;
+        }
+      }
+    }
+  }
+  std::int64_t time_ns = 0;
+  double samples = 0, tokens = 0, flops = 0;
+  for (const IterationRecord* record : window) {
+    const std::int64_t seq_len = record->seq_len > 0 ? record->seq_len : metrics.facts.seq_len;
+    const double iteration_samples = static_cast<double>(metrics.facts.micro_batch) * metrics.facts.ranks;
+    time_ns += record->step_time_ns;
+    samples += iteration_samples;
+    tokens += iteration_samples * static_cast<double>(seq_len);
+    flops += static_cast<double>(record->model_flops_per_gpu > 0 ? record->model_flops_per_gpu
+                                                                   : metrics.facts.model_flops_per_gpu_iteration);
+  }
+  if (time_ns <= 0) return;
+  const double seconds = static_cast<double>(time_ns) * 1e-9;
+  stats.samples_per_second = samples / seconds;
+  stats.tokens_per_second = tokens / seconds;
+  stats.tflops_per_gpu = flops / seconds / 1e12;
+}
+
 }  // namespace
 
 double median(std::vector<double> values) {
@@ -159,7 +208,9 @@ SummaryStats summarize(const Metrics& metrics, int warmup_iterations) {
     stats.steady_step_time_ns = stats.steady_micro_batch_time_ns * accum;
   }
 
-  if (stats.steady_step_time_ns > 0) {
+  if (metrics.facts.seq_len_varies) {
+    summarize_mixed_lengths(metrics, steady, steps, warmup_iterations, stats);
+  } else if (stats.steady_step_time_ns > 0) {
     const double step_s = static_cast<double>(stats.steady_step_time_ns) * 1e-9;
     const double samples_per_step =
         static_cast<double>(metrics.facts.micro_batch) * metrics.facts.ranks * static_cast<double>(accum);

@@ -59,6 +59,12 @@ struct IterationRecord {
   int trace_invalidations = 0;
   std::int64_t untraced_stall_ns = 0;
   std::int64_t dropped_tokens = 0;
+
+  // Tokens per sequence of this iteration (training.seq_len_distribution; every rank alike) and
+  // its model FLOPs on one GPU (RunFacts::model_flops_per_gpu_iteration at this length). 0 =
+  // not recorded (the run's fixed length applies).
+  std::int64_t seq_len = 0;
+  std::int64_t model_flops_per_gpu = 0;
 };
 
 // One rank's account of an iteration on the run clock. IterationRecord holds, per quantity, the
@@ -129,11 +135,14 @@ int run_status_exit_code(RunStatus status);
 struct RunFacts {
   int ranks = 1;                  // data-parallel world size (nodes x gpus_per_node)
   std::int64_t micro_batch = 0;   // samples per rank per iteration
-  std::int64_t seq_len = 0;
+  std::int64_t seq_len = 0;       // the longest length of the run (its only one when fixed)
   std::int64_t grad_accum = 1;    // iterations per optimizer step
   // Model FLOPs of one iteration on one GPU: forward + backward of one micro-batch, counted the
   // MFU way (no activation-recomputation FLOPs), typically 3 x ModelSpec::forward_flops(b, s).
   std::int64_t model_flops_per_gpu_iteration = 0;
+  // Iterations differ in length (IterationRecord::seq_len): steady figures are then means over
+  // the steady steps and throughput counts each iteration's own tokens and FLOPs.
+  bool seq_len_varies = false;
 };
 
 struct Metrics {
@@ -181,6 +190,11 @@ struct SummaryStats {
   std::int64_t steady_step_time_ns = 0;
   int steady_optimizer_steps = 0;
   bool step_time_from_micro_batches = false;
+  // RunFacts::seq_len_varies: the steady step (and micro-batch) time is the mean over the steady
+  // steps instead of the median, which of a mix of lengths picks one length's time; samples/s,
+  // tokens/s and TFLOPS are totals over those steps divided by their summed time, counting each
+  // iteration's own tokens (micro_batch x ranks x seq_len) and FLOPs.
+  bool steady_is_mean_over_lengths = false;
   // Median of step_time_ns over the steady iterations (one micro-batch each, the optimizer step
   // included in every grad_accum-th).
   std::int64_t steady_micro_batch_time_ns = 0;

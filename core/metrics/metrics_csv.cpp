@@ -52,6 +52,9 @@ constexpr CsvColumn<I> kIterationColumns[] = {
     {"peak_reserved_bytes", &member<&I::peak_reserved_bytes>},
 };
 
+// Only in a run whose iterations differ in length (RecordCsv's seq_len_varies).
+constexpr CsvColumn<I> kIterationSeqLenColumns[] = {{"seq_len", &member<&I::seq_len>}};
+
 constexpr CsvColumn<BucketRecord> kBucketColumns[] = {
     {"iteration", &member<&BucketRecord::iteration>},
     {"rank", &member<&BucketRecord::rank>},
@@ -84,17 +87,31 @@ std::span<const CsvColumn<MemoryPoint>> columns_of(const MemoryPoint*) { return 
 std::span<const CsvColumn<TimingSample>> columns_of(const TimingSample*) { return kSampleColumns; }
 
 template <class Record>
-std::vector<std::string> header_of() {
+std::span<const CsvColumn<Record>> seq_len_columns_of(const Record*) {
+  return {};
+}
+std::span<const CsvColumn<IterationRecord>> seq_len_columns_of(const IterationRecord*) {
+  return kIterationSeqLenColumns;
+}
+
+template <class Record>
+std::vector<std::string> header_of(bool seq_len_varies = false) {
   std::vector<std::string> names;
   for (const auto& column : columns_of(static_cast<const Record*>(nullptr))) {
     names.emplace_back(column.name);
+  }
+  if (seq_len_varies) {
+    for (const auto& column : seq_len_columns_of(static_cast<const Record*>(nullptr))) names.emplace_back(column.name);
   }
   return names;
 }
 
 template <class Record>
-void add_fields(const Record& record, std::vector<CsvField>& fields) {
+void add_fields(const Record& record, std::vector<CsvField>& fields, bool seq_len_varies = false) {
   for (const auto& column : columns_of(&record)) fields.push_back(column.value(record));
+  if (seq_len_varies) {
+    for (const auto& column : seq_len_columns_of(&record)) fields.push_back(column.value(record));
+  }
 }
 
 bool is_column_name(const std::string& name) {
@@ -123,30 +140,31 @@ std::vector<std::string> checked_extra_columns(std::vector<std::string> extra) {
 }  // namespace
 
 template <class Record>
-RecordCsv<Record>::RecordCsv(const std::filesystem::path& path) : writer_(path, header()) {}
+RecordCsv<Record>::RecordCsv(const std::filesystem::path& path, bool seq_len_varies)
+    : seq_len_varies_(seq_len_varies), writer_(path, header(seq_len_varies)) {}
 
 template <class Record>
-std::vector<std::string> RecordCsv<Record>::header() {
-  return header_of<Record>();
+std::vector<std::string> RecordCsv<Record>::header(bool seq_len_varies) {
+  return header_of<Record>(seq_len_varies);
 }
 
 template <class Record>
-std::vector<CsvField> RecordCsv<Record>::row(const Record& record) {
+std::vector<CsvField> RecordCsv<Record>::row(const Record& record, bool seq_len_varies) {
   std::vector<CsvField> fields;
-  add_fields(record, fields);
+  add_fields(record, fields, seq_len_varies);
   return fields;
 }
 
 template <class Record>
 void RecordCsv<Record>::append(const Record& record) {
-  writer_.append(row(record));
+  writer_.append(row(record, seq_len_varies_));
 }
 
 template <class Record>
 void RecordCsv<Record>::append(std::span<const Record> records) {
   std::vector<std::vector<CsvField>> rows;
   rows.reserve(records.size());
-  for (const Record& record : records) rows.push_back(row(record));
+  for (const Record& record : records) rows.push_back(row(record, seq_len_varies_));
   writer_.append_rows(rows);
 }
 

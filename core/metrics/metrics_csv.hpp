@@ -1,6 +1,7 @@
 #pragma once
 // The row files of a run, one typed writer each, all on CsvRowWriter (flushed per append):
-//   iterations.csv  one row per iteration (IterationRecord; `step` = optimizer stepped, 0/1)
+//   iterations.csv  one row per iteration (IterationRecord; `step` = optimizer stepped, 0/1;
+//                   `seq_len` last, only when lengths vary)
 //   samples.csv     iteration,rank,phase,wait_ns,interval_ns then declared extra columns
 //   buckets.csv     iteration,rank,bucket_numel
 //   memory.csv      time_ns,rank,allocated_bytes,reserved_bytes
@@ -20,17 +21,20 @@ template <class Record>
 class RecordCsv {
  public:
   // Creates `path` and writes the header (std::runtime_error naming the path on failure).
-  explicit RecordCsv(const std::filesystem::path& path);
+  // `seq_len_varies` (iterations.csv of a run whose lengths vary, RunFacts::seq_len_varies)
+  // adds a last `seq_len` column; a fixed-length run's file stays as it always was.
+  explicit RecordCsv(const std::filesystem::path& path, bool seq_len_varies = false);
 
   void append(const Record& record);                // one row, flushed
   void append(std::span<const Record> records);     // several rows, one flush
   void close() { writer_.close(); }
   const std::filesystem::path& path() const { return writer_.path(); }
 
-  static std::vector<std::string> header();
-  static std::vector<CsvField> row(const Record& record);
+  static std::vector<std::string> header(bool seq_len_varies = false);
+  static std::vector<CsvField> row(const Record& record, bool seq_len_varies = false);
 
  private:
+  bool seq_len_varies_;
   CsvRowWriter writer_;
 };
 

@@ -27,6 +27,8 @@ nlohmann::ordered_json summary_to_json(const SummaryStats& stats, RunStatus stat
   run["steady_from_all_iterations"] = stats.steady_from_all_iterations;
   run["steady_optimizer_steps"] = stats.steady_optimizer_steps;
   run["step_time_from_micro_batches"] = stats.step_time_from_micro_batches;
+  // Only where lengths vary, so a fixed-length summary reads as it always did.
+  if (stats.steady_is_mean_over_lengths) run["steady_is_mean_over_lengths"] = true;
   out["run"] = std::move(run);
 
   out["steady_step_time_ns"] = stats.steady_step_time_ns;

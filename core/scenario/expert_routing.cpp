@@ -44,6 +44,8 @@ ExpertRouting::ExpertRouting(const Scenario& scenario) {
   layers_ = moe_layers(model);
   module_count_ = model.modules.size();
   router_.tokens = scenario.training.micro_batch * scenario.training.seq_len;
+  micro_batch_ = scenario.training.micro_batch;
+  seq_len_ = scenario.training.seq_len_distribution.draw(scenario.noise.seed, scenario.training.iterations);
   router_.experts = model.num_experts;
   router_.top_k = model.experts_per_token;
   router_.routing = scenario.moe.routing;
@@ -68,6 +70,11 @@ ExpertRouting::ExpertRouting(const Scenario& scenario) {
   }
 }
 
+std::int64_t ExpertRouting::tokens_of(std::int64_t iteration) const {
+  const auto i = static_cast<std::size_t>(iteration - 1);
+  return iteration >= 1 && i < seq_len_.size() ? micro_batch_ * seq_len_[i] : router_.tokens;
+}
+
 std::int64_t ExpertRouting::route(std::int64_t iteration, int rank, std::vector<std::int64_t>& module_tokens) const {
   module_tokens.assign(module_count_, -1);
   if (!enabled()) return 0;
@@ -76,9 +83,11 @@ std::int64_t ExpertRouting::route(std::int64_t iteration, int rank, std::vector<
   if (per_rank_) name += "/rank" + std::to_string(rank);
   RandomStream stream(seed_, name);
   const std::function<double()> uniform = [&stream] { return stream.uniform(); };
+  RouterSpec router = router_;
+  router.tokens = tokens_of(iteration);
   std::int64_t dropped = 0;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
-    const ExpertLoad load = route_micro_batch(router_, popularity_[l], uniform);
+    const ExpertLoad load = route_micro_batch(router, popularity_[l], uniform);
     dropped += load.dropped_tokens;
     for (std::size_t x = 0; x < load.tokens.size(); ++x) {
       for (const int m : subtree_[static_cast<std::size_t>(layers_[l].experts[x])]) {

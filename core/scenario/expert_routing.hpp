@@ -30,6 +30,8 @@ class ExpertRouting {
   bool enabled() const { return !layers_.empty(); }
   const std::vector<MoeLayer>& layers() const { return layers_; }
   const RouterSpec& router() const { return router_; }
+  // Tokens routed on `iteration` (1-based): micro_batch x that iteration's sequence length.
+  std::int64_t tokens_of(std::int64_t iteration) const;
 
   // Per module of the model: the tokens its expert got on (iteration, rank), or -1 for modules
   // outside every expert's subtree. `module_tokens` is resized to the module count. Returns the
@@ -40,7 +42,9 @@ class ExpertRouting {
   std::vector<MoeLayer> layers_;
   std::vector<std::vector<int>> popularity_;  // per layer: expert at each popularity rank
   std::vector<std::vector<int>> subtree_;     // per module: the modules of its subtree (experts only)
-  RouterSpec router_;
+  RouterSpec router_;  // tokens: at the longest length; route() uses each iteration's own
+  std::int64_t micro_batch_ = 0;
+  std::vector<std::int64_t> seq_len_;  // per iteration (training.seq_len_distribution)
   std::uint64_t seed_ = 0;
   bool per_rank_ = false;
   std::size_t module_count_ = 0;

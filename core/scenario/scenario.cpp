@@ -39,12 +39,14 @@ AttentionImpl read_attention(const YamlSection& training) {
       {{"eager", AttentionImpl::kEager}, {"sdpa", AttentionImpl::kSdpa}, {"flash", AttentionImpl::kFlash}});
 }
 
-TrainingConfig load_training(const YamlSection& section, std::int64_t max_positions) {
+TrainingConfig load_training(const YamlSection& section, std::int64_t max_positions,
+                             const std::filesystem::path& scenario_dir) {
   section.allow_only({"micro_batch", "seq_len", "dtype", "iterations", "warmup_iterations", "grad_accum",
                       "activation_checkpointing", "attention"});
   TrainingConfig training;
   training.micro_batch = section.require_int("micro_batch", 1, kMaxInt32);
-  training.seq_len = section.require_int("seq_len", 1, max_positions);
+  training.seq_len_distribution = read_seq_len(section, max_positions, scenario_dir);
+  training.seq_len = training.seq_len_distribution.max_len();
   training.dtype = section.get_enum<DType>(
       "dtype", training.dtype, {{"bf16", DType::kBF16}, {"fp16", DType::kFP16}, {"fp32", DType::kFP32}});
   training.iterations = section.get_int("iterations", training.iterations, 1, 1'000'000);
@@ -368,7 +370,7 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
     training_section.fail("attention", "is flash, but HF's BERT has no flash_attention_2 implementation",
                           "attention: sdpa or eager for a BERT model");
   }
-  scenario.training = load_training(training_section, scenario.model.max_positions);
+  scenario.training = load_training(training_section, scenario.model.max_positions, file.parent_path());
 
   if (!top.has("cluster")) top.fail("cluster", "is missing", "a cluster section with `hardware:`");
   scenario.cluster = load_cluster(top.section("cluster"), bundled);

@@ -21,6 +21,7 @@
 #include "core/memory/allocator_options.hpp"
 #include "core/control/controller_config.hpp"
 #include "core/scenario/expectations.hpp"
+#include "core/scenario/seq_len_distribution.hpp"
 #include "core/scenario/timeline_selection.hpp"
 #include "core/hardware/hardware_profile.hpp"
 #include "core/model/model_spec.hpp"
@@ -33,7 +34,11 @@ namespace prefetchlab::core {
 
 struct TrainingConfig {
   std::int64_t micro_batch = 1;       // sequences per rank per iteration
-  std::int64_t seq_len = 0;           // tokens per sequence (required)
+  // Tokens per sequence (required). With a distribution, the longest length it can draw: what
+  // needs one number (memory planning, ds_config "auto") is conservative, while the simulation
+  // runs each iteration at its own length (seq_len_distribution.draw).
+  std::int64_t seq_len = 0;
+  SeqLenDistribution seq_len_distribution;  // fixed: {seq_len}
   DType dtype = DType::kBF16;         // parameter and activation dtype (mixed precision)
   std::int64_t iterations = 10;       // forward+backward passes; iteration 1 records the trace
   std::int64_t warmup_iterations = 2; // excluded from steady-state statistics

@@ -18,6 +18,8 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
                      {"warmup_iterations", t.warmup_iterations}, {"grad_accum", t.grad_accum},
                      {"activation_checkpointing", t.activation_checkpointing},
                      {"attention", attention_impl_name(t.attention)}};
+  // A distribution is written beside the longest length (seq_len), which a fixed run keeps alone.
+  if (t.seq_len_distribution.kind != SeqLenKind::kFixed) out["training"]["seq_len_distribution"] = t.seq_len_distribution.to_json();
   out["cluster"] = {{"hardware", scenario.cluster.hardware_ref},
                     {"hardware_name", scenario.cluster.hardware.name},
                     {"nodes", scenario.cluster.nodes},
