@@ -14,6 +14,7 @@
 #include "core/memory/caching_allocator.hpp"
 #include "core/memory/device_memory.hpp"
 #include "gpu_backend/adam_chunk_plan.hpp"
+#include "gpu_backend/cublas_library.hpp"
 #include "gpu_backend/cuda_kernels.hpp"
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/failure_state.hpp"
@@ -98,7 +99,8 @@ class CudaDeviceGroup;
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(int rank, CudaDeviceGroup& group, ncclComm_t comm, const CudaDeviceOptions& options);
+  CudaDevice(int rank, CudaDeviceGroup& group, const CublasLibrary& cublas, ncclComm_t comm,
+             const CudaDeviceOptions& options);
   ~CudaDevice() override;
 
   int rank() const override { return rank_; }
@@ -233,18 +235,18 @@ class CudaDevice final : public Device {
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T (gemm_plan.hpp). bf16 /
     // fp16 operands with fp32 accumulation on the tensor cores, as PyTorch's matmuls run them.
     const CublasGemmPlan p = plan_cublas_gemm(g);
-    check(cublasSetStream(cublas_, get(stream)), "cublasSetStream");
+    check(cublas_library_.set_stream(cublas_, get(stream)), "cublasSetStream");
     const cudaDataType_t t = cuda_type(g.type);
     const auto op = [](bool transpose) { return transpose ? CUBLAS_OP_T : CUBLAS_OP_N; };
     if (p.batch_count == 1) {
-      check(cublasGemmEx(cublas_, op(p.transpose_first), op(p.transpose_second), static_cast<int>(p.m), static_cast<int>(p.n),
+      check(cublas_library_.gemm_ex(cublas_, op(p.transpose_first), op(p.transpose_second), static_cast<int>(p.m), static_cast<int>(p.n),
                          static_cast<int>(p.k), &g.alpha, ptr(p.first), t, static_cast<int>(p.ld_first), ptr(p.second), t,
                          static_cast<int>(p.ld_second), &g.beta, ptr(p.c), t, static_cast<int>(p.ldc), CUBLAS_COMPUTE_32F,
                          CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx");
     } else {
       // Attention's per-head products: one call for every head of every sequence.
-      check(cublasGemmStridedBatchedEx(cublas_, op(p.transpose_first), op(p.transpose_second), static_cast<int>(p.m),
+      check(cublas_library_.gemm_strided_batched_ex(cublas_, op(p.transpose_first), op(p.transpose_second), static_cast<int>(p.m),
                                        static_cast<int>(p.n), static_cast<int>(p.k), &g.alpha, ptr(p.first), t,
                                        static_cast<int>(p.ld_first), p.stride_first, ptr(p.second), t,
                                        static_cast<int>(p.ld_second), p.stride_second, &g.beta, ptr(p.c), t,
@@ -364,6 +366,7 @@ class CudaDevice final : public Device {
   int rank_;
   CudaDeviceGroup& group_;
   ncclComm_t comm_;
+  const CublasLibrary& cublas_library_;
   std::chrono::milliseconds timeout_;
   cublasHandle_t cublas_ = nullptr;
   void* cublas_workspace_ = nullptr;  // outside the caching allocator (PyTorch's comes from it)
@@ -385,7 +388,8 @@ class CudaDeviceGroup final : public DeviceGroup {
     for (int r = 0; r < options.world_size; ++r) devices.push_back(r);
     check(ncclCommInitAll(comms_.data(), options.world_size, devices.data()), "ncclCommInitAll");
     for (int r = 0; r < options.world_size; ++r) {
-      devices_.push_back(std::make_unique<CudaDevice>(r, *this, comms_[static_cast<std::size_t>(r)], options));
+      devices_.push_back(
+          std::make_unique<CudaDevice>(r, *this, cublas_, comms_[static_cast<std::size_t>(r)], options));
     }
   }
   ~CudaDeviceGroup() override {
@@ -416,6 +420,7 @@ class CudaDeviceGroup final : public DeviceGroup {
   }
 
  private:
+  CublasLibrary cublas_;  // opened before any device, closed after the last
   FailureState failure_;
   std::vector<ncclComm_t> comms_;
   std::vector<std::unique_ptr<CudaDevice>> devices_;
@@ -429,21 +434,22 @@ std::uint64_t total_memory(int device) {
   return total_bytes;
 }
 
-CudaDevice::CudaDevice(int rank, CudaDeviceGroup& group, ncclComm_t comm, const CudaDeviceOptions& options)
-    : rank_(rank), group_(group), comm_(comm), timeout_(options.collective_timeout), memory_(total_memory(rank)),
+CudaDevice::CudaDevice(int rank, CudaDeviceGroup& group, const CublasLibrary& cublas, ncclComm_t comm,
+                       const CudaDeviceOptions& options)
+    : rank_(rank), group_(group), comm_(comm), cublas_library_(cublas), timeout_(options.collective_timeout), memory_(total_memory(rank)),
       allocator_(memory_, options.allocator) {
   if (options.allocator.expandable_segments) {
     throw std::invalid_argument("the CUDA device does not support expandable_segments yet");
   }
   bind();
-  check(cublasCreate(&cublas_), "cublasCreate");
+  check(cublas_library_.create(&cublas_), "cublasCreate");
   // cuBLAS's recommended workspace: 32 MiB on Hopper, 4 MiB before (cuBLAS API reference,
   // cublasSetWorkspace; PyTorch sizes its own so since pytorch/pytorch#120925).
   int major = 0;
   check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, rank_), "cudaDeviceGetAttribute");
   const std::size_t workspace_bytes = major >= 9 ? (32u << 20) : (4u << 20);
   check(cudaMalloc(&cublas_workspace_, workspace_bytes), "cudaMalloc (cuBLAS workspace)");
-  check(cublasSetWorkspace(cublas_, cublas_workspace_, workspace_bytes), "cublasSetWorkspace");
+  check(cublas_library_.set_workspace(cublas_, cublas_workspace_, workspace_bytes), "cublasSetWorkspace");
   check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, rank_), "cudaDeviceGetAttribute");
 }
 
@@ -457,7 +463,7 @@ CudaDevice::~CudaDevice() {
   }
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
   for (cudaStream_t s : streams_) (void)cudaStreamDestroy(s);
-  if (cublas_) cublasDestroy(cublas_);
+  if (cublas_) cublas_library_.destroy(cublas_);
   if (cublas_workspace_) (void)cudaFree(cublas_workspace_);
 }
 

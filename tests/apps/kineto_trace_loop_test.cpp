@@ -97,15 +97,51 @@ TEST(KinetoTraceLoop, HostBackendRunThroughCalibrateAndValidateAgainstTrace) {
     ASSERT_TRUE(std::filesystem::exists(file)) << real.output;
     traces += " " + file;
   }
+  // The host device's collectives are real thread rendezvous and copies, timed on a shared
+  // machine: what is matched and counted is fixed by the scenario, but whether a bus bandwidth
+  // can be fitted from a few events per size depends on the machine's load. So this checks what
+  // is deterministic, and that the report and the written profile agree on what was fitted.
   const std::string fitted = (dir.path() / "fitted.yaml").string();
   const auto calibrate = prefetchlab::testing::run_cli("calibrate -o " + fitted + " --from-trace" + traces);
-  ASSERT_EQ(calibrate.exit_code, 0) << calibrate.output;
-  EXPECT_NE(calibrate.output.find("all_gather on 2 ranks: latency"), std::string::npos) << calibrate.output;
-  const YAML::Node calibration = YAML::LoadFile(fitted)["calibration"];
-  EXPECT_GT(calibration["allgather_bus_bandwidth_gb_per_s"].as<double>(), 0.0);
-  EXPECT_FALSE(calibration["all_reduce_bus_bandwidth_gb_per_s"]);  // only tiny agreement all-reduces: not fitted
+  EXPECT_NE(calibrate.output.find("2 rank(s), 120 collectives matched across ranks"), std::string::npos)
+      << calibrate.output;
+  EXPECT_NE(calibrate.output.find("all_reduce on 2 ranks: not fitted: sizes up to 520 B only"), std::string::npos)
+      << calibrate.output;  // only tiny agreement all-reduces
+  const auto fitted_in_report = [&](const std::string& kind, int events, int sizes) {
+    const bool fit = calibrate.output.find(kind + " on 2 ranks: latency") != std::string::npos;
+    const bool not_fit = calibrate.output.find(kind + " on 2 ranks: not fitted: the largest sizes' times do not grow with "
+                                               "size (" + std::to_string(events) + " events)") != std::string::npos;
+    EXPECT_NE(fit, not_fit) << kind << " is neither fitted nor refused for noise:\n" << calibrate.output;
+    if (fit) {
+      EXPECT_NE(calibrate.output.find("(" + std::to_string(events) + " events, " + std::to_string(sizes) + " sizes"), std::string::npos)
+          << calibrate.output;
+    }
+    return fit;
+  };
+  const bool all_gather = fitted_in_report("all_gather", 76, 8);
+  const bool reduce_scatter = fitted_in_report("reduce_scatter", 36, 5);
+  std::string hardware;  // the scenario's own profile when noise left nothing to fit
+  if (all_gather || reduce_scatter) {
+    ASSERT_EQ(calibrate.exit_code, 0) << calibrate.output;
+    const YAML::Node calibration = YAML::LoadFile(fitted)["calibration"];
+    EXPECT_EQ(static_cast<bool>(calibration["allgather_bus_bandwidth_gb_per_s"]), all_gather);
+    EXPECT_EQ(static_cast<bool>(calibration["reduce_scatter_bus_bandwidth_gb_per_s"]), reduce_scatter);
+    if (all_gather) {
+      EXPECT_GT(calibration["allgather_bus_bandwidth_gb_per_s"].as<double>(), 0.0);
+    }
+    if (reduce_scatter) {
+      EXPECT_GT(calibration["reduce_scatter_bus_bandwidth_gb_per_s"].as<double>(), 0.0);
+    }
+    EXPECT_GT(calibration["collective_latency_us"].as<double>(), 0.0);
+    EXPECT_FALSE(calibration["all_reduce_bus_bandwidth_gb_per_s"]);
+    hardware = " --hardware " + fitted;
+  } else {
+    EXPECT_EQ(calibrate.exit_code, 2) << calibrate.output;
+    EXPECT_NE(calibrate.output.find("support no constant"), std::string::npos) << calibrate.output;
+    EXPECT_FALSE(std::filesystem::exists(fitted));
+  }
 
-  const auto validate = prefetchlab::testing::run_cli("validate " + scenario + " --hardware " + fitted + " -o " +
+  const auto validate = prefetchlab::testing::run_cli("validate " + scenario + hardware + " -o " +
                                                       (dir.path() / "v").string() + " --against-trace" + traces);
   ASSERT_EQ(validate.exit_code, 0) << validate.output;
   EXPECT_NE(validate.output.find("gathers: every step's all-gather sequence matches the scenario's"), std::string::npos)
