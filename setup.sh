@@ -30,10 +30,13 @@ PACKAGES=(
 )
 
 # Installed by `./setup.sh test` only: clang and its sanitizer and libFuzzer runtimes for the
-# sanitizer and fuzzing builds (tests/sanitize.sh, docs/testing.md).
+# sanitizer and fuzzing builds (tests/sanitize.sh, docs/testing.md); Slurm and munge for the
+# one-node cluster that tests `sweep --slurm` (tests/slurm/; no daemon is started by installing).
 TEST_PACKAGES=(
   clang               # program:clang++
   libclang-rt-14-dev  # file:/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a
+  slurm-wlm           # program:sbatch
+  munge               # program:munge
 )
 [[ ${1:-} == test ]] && PACKAGES+=("${TEST_PACKAGES[@]}")
 

@@ -15,6 +15,7 @@
 #include "replay_command.hpp"
 #include "run_command.hpp"
 #include "sweep_command.hpp"
+#include "sweep_status_command.hpp"
 #include "trace_summary_command.hpp"
 #include "validate_command.hpp"
 #include "tune_command.hpp"
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
   add_collective_command(app, &exit_code);
   add_calibrate_command(app, &exit_code);
   add_sweep_command(app, &exit_code);
+  add_sweep_status_command(app, &exit_code);
   add_merge_command(app, &exit_code);
   add_validate_command(app, &exit_code);
   add_tune_command(app, &exit_code);

@@ -6,11 +6,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "command_context.hpp"
 #include "core/io/csv_row_writer.hpp"
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
+#include "apps/search/point_ranges.hpp"
 #include "apps/search/sweep_manifest.hpp"
 #include "apps/search/sweep_results.hpp"
 
@@ -25,39 +27,31 @@ struct MergeOptions {
   bool allow_missing = false;
 };
 
-// "3, 7-9, 12" for an error message, at most `limit` ranges.
-std::string describe_points(const std::vector<std::size_t>& points, std::size_t limit = 10) {
-  std::string out;
-  std::size_t ranges = 0;
-  for (std::size_t i = 0; i < points.size();) {
-    std::size_t j = i;
-    while (j + 1 < points.size() && points[j + 1] == points[j] + 1) ++j;
-    if (ranges++ == limit) return out + ", ...";
-    // Appended piecewise: GCC 12's LTO flags `const char* + std::string` here with a false
-    // -Wstringop-overflow.
-    if (!out.empty()) out += ", ";
-    out += std::to_string(points[i]);
-    if (j > i) {
-      out += '-';
-      out += std::to_string(points[j]);
-    }
-    i = j + 1;
-  }
-  return out;
-}
+// "3, 7-9, 12" for an error message, at most 10 ranges.
+std::string describe_points(const std::vector<std::size_t>& points) { return core::index_ranges(points, ", ", 10); }
 
 int merge(const MergeOptions& options) {
   const fs::path out_dir(options.output_dir);
   std::optional<core::SweepManifest> sweep;
   std::vector<std::string> header;
   std::map<std::size_t, std::pair<std::string, std::string>> rows;  // point -> (row, its folder)
+  std::vector<std::string> not_started;
+  std::set<std::size_t> shard_counts;  // N of the shards' i/N
   for (const auto& shard_dir : options.shard_dirs) {
     const fs::path dir(shard_dir);
     std::error_code ec;
     if (fs::equivalent(dir, out_dir, ec)) {
       throw core::InputError({shard_dir, 0}, "", "is also the output folder", "an output folder apart from the shards");
     }
+    if (!fs::exists(dir / "sweep.json")) {
+      // A shard whose task never ran (a Slurm array task cancelled before it started): its
+      // points are reported missing below, with the shards that hold them.
+      std::cerr << "note: " << shard_dir << ": no sweep.json: this shard never started\n";
+      not_started.push_back(shard_dir);
+      continue;
+    }
     const core::SweepManifest manifest = core::SweepManifest::read(dir / "sweep.json");
+    shard_counts.insert(manifest.shard.count);
     if (!sweep) {
       sweep = manifest;
     } else if (const std::string difference = sweep->difference(manifest); !difference.empty()) {
@@ -94,15 +88,28 @@ int merge(const MergeOptions& options) {
     }
   }
 
+  if (!sweep) {
+    throw core::InputError({options.shard_dirs.front(), 0}, "", "no shard folder holds a sweep.json: none started",
+                           "shard folders written by `prefetchlab sweep --shard i/N`");
+  }
   std::vector<std::size_t> missing;
+  std::map<std::size_t, std::size_t> missing_by_shard;  // shard index -> points without a row
   for (std::size_t point = 0; point < sweep->points; ++point) {
-    if (!rows.count(point)) missing.push_back(point);
+    if (rows.count(point)) continue;
+    missing.push_back(point);
+    if (shard_counts.size() == 1) ++missing_by_shard[point % *shard_counts.begin()];
+  }
+  std::string by_shard;  // "shard 1/3: 3 points, shard 2/3: 4 points"
+  for (const auto& [index, count] : missing_by_shard) {
+    by_shard += (by_shard.empty() ? "; by shard: " : ", ") + std::to_string(index) + "/" +
+                std::to_string(*shard_counts.begin()) + " misses " + std::to_string(count);
   }
   if (!missing.empty() && !options.allow_missing) {
     throw core::InputError({options.shard_dirs.front(), 0}, "",
                            std::to_string(missing.size()) + " of " + std::to_string(sweep->points) +
-                               " points have no row in any shard (points " + describe_points(missing) + ")",
-                           "every shard finished (`sweep --resume --shard i/N` completes one), or --allow-missing");
+                               " points have no row in any shard (points " + describe_points(missing) + by_shard + ")",
+                           "every shard finished (`sweep --resume --shard i/N` completes one, `sweep --slurm "
+                           "--resume --submit` re-submits the shards that miss points), or --allow-missing");
   }
   if (header.empty()) {
     throw core::InputError({options.shard_dirs.front(), 0}, "", "no shard has a results.csv header",
@@ -122,7 +129,7 @@ int merge(const MergeOptions& options) {
   std::cout << "merge: " << rows.size() << " of " << sweep->points << " points from " << options.shard_dirs.size()
             << " folders into " << (out_dir / "results.csv").string() << "\n";
   if (!missing.empty()) {
-    std::cerr << "missing: " << missing.size() << " points (" << describe_points(missing) << ")\n";
+    std::cerr << "missing: " << missing.size() << " points (" << describe_points(missing) << by_shard << ")\n";
   }
   return kExitOk;
 }

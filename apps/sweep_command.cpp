@@ -33,6 +33,14 @@
 #include "parallel_runner.hpp"
 #include "quiet_run.hpp"
 #include "sweep_progress.hpp"
+#include "apps/search/point_ranges.hpp"
+#include "apps/slurm/sbatch_scripts.hpp"
+#include "apps/slurm/slurm_array_env.hpp"
+#include "apps/slurm/slurm_commands.hpp"
+#include "apps/slurm/slurm_sweep_plan.hpp"
+#include "core/io/csv_row_writer.hpp"
+
+#include <cstdlib>
 
 namespace prefetchlab::apps {
 namespace {
@@ -52,7 +60,14 @@ struct SweepOptions {
   bool resume = false;
   std::string shard;
   bool yes = false;  // --yes: run a grid above kMaxPointsWithoutYes
+  // --slurm: write (and with --submit, submit) a Slurm array of --shards tasks and its merge.
+  bool slurm = false;
+  std::size_t shards = 0;  // 0: the plan's on --resume, else min(points, kDefaultSlurmShards)
+  std::vector<std::string> slurm_options;
+  bool submit = false;
 };
+
+constexpr std::size_t kDefaultSlurmShards = 8;
 
 // Above this many points a sweep asks for --yes before it starts. Every point is loaded and
 // checked before the first runs (about 1 ms each for a small model on one core), and a point of
@@ -252,9 +267,37 @@ void sort_results(const fs::path& results_path) {
   core::write_text_atomically(results_path, text);
 }
 
+int plan_slurm_sweep(const SweepOptions& options, const core::SweepGrid& grid);
+
+core::ShardSpec shard_of(const SweepOptions& options) {
+  if (options.shard.empty()) return {};
+  if (options.shard == "auto") return shard_from_slurm_array([](const char* name) { return std::getenv(name); });
+  return core::parse_shard_spec(options.shard);
+}
+
+void check_slurm_flags(const SweepOptions& options) {
+  const core::InputLocation where{"<command line>", 0};
+  if (!options.slurm) {
+    for (const auto& [given, name] : {std::pair{options.submit, "--submit"}, std::pair{options.shards > 0, "--shards"},
+                                      std::pair{!options.slurm_options.empty(), "--slurm-opt"}}) {
+      if (given) throw core::InputError(where, name, "is given without --slurm", "--slurm with it, or neither");
+    }
+    return;
+  }
+  if (!options.shard.empty()) {
+    throw core::InputError(where, "--shard", "is given with --slurm, which runs every shard as an array task",
+                           "--slurm --shards N, or --shard i/N without --slurm");
+  }
+  if (options.jobs > 0) {
+    throw core::InputError(where, "-j", "is given with --slurm: each task runs as many simulations as its allocation has CPUs",
+                           "--slurm-opt cpus-per-task=N");
+  }
+}
+
 int sweep(const SweepOptions& options) {
+  check_slurm_flags(options);
   const core::SweepGrid grid = core::SweepGrid::load(options.grid);
-  const core::ShardSpec shard = options.shard.empty() ? core::ShardSpec{} : core::parse_shard_spec(options.shard);
+  const core::ShardSpec shard = shard_of(options);
   if (grid.point_count() > kMaxPointsWithoutYes && !options.yes) {
     throw core::InputError({options.grid, grid.keys().front().line}, "",
                            "has " + std::to_string(grid.point_count()) + " points (" + axis_sizes(grid) +
@@ -267,6 +310,7 @@ int sweep(const SweepOptions& options) {
                 axis_sizes(grid).c_str(), options.grid.c_str());
     std::fflush(stdout);
   }
+  if (options.slurm) return plan_slurm_sweep(options, grid);
   const core::BundledData bundled = bundled_data();
   (void)core::parse_yaml_file(options.scenario);  // a missing scenario is its own error, not each point's
   std::vector<std::optional<core::Scenario>> kept = validate_points(options, grid, shard, bundled);
@@ -349,6 +393,105 @@ int sweep(const SweepOptions& options) {
   return kExitOk;
 }
 
+// `sweep --slurm`: every point checked here, then the array and merge scripts written into the
+// output folder (slurm_sweep_plan.hpp), and with --submit handed to sbatch. --resume writes an
+// array of only the shards that lack rows.
+int plan_slurm_sweep(const SweepOptions& options, const core::SweepGrid& grid) {
+  const core::BundledData bundled = bundled_data();
+  (void)core::parse_yaml_file(options.scenario);
+  // Checked, not kept: nothing runs in this process (a shard index past every point keeps none).
+  (void)validate_points(options, grid, core::ShardSpec{grid.point_count(), grid.point_count() + 1}, bundled);
+
+  const fs::path dir = fs::absolute(options.output_dir).lexically_normal();
+  fs::create_directories(dir / "slurm" / "logs");
+  const FolderLock lock(dir);
+  SlurmSweepPlan plan;
+  plan.sweep.scenario = options.scenario;
+  plan.sweep.scenario_digest = core::file_digest(options.scenario);
+  plan.sweep.grid = options.grid;
+  plan.sweep.grid_axes = grid.identity();
+  plan.sweep.points = grid.point_count();
+  plan.prefetchlab = fs::canonical("/proc/self/exe").string();
+  plan.scenario = fs::canonical(options.scenario).string();
+  plan.grid = fs::canonical(options.grid).string();
+  plan.sbatch_options = parse_sbatch_options(options.slurm_options);
+  plan.shards = options.shards > 0 ? options.shards : std::min(grid.point_count(), kDefaultSlurmShards);
+
+  const fs::path plan_path = slurm_plan_path(dir);
+  const bool has_plan = fs::exists(plan_path);
+  if (!options.resume && (has_plan || fs::exists(dir / kManifestFile) || fs::exists(dir / kResultsFile))) {
+    throw core::InputError({dir.string(), 0}, "", "already holds a sweep",
+                           "--resume to submit what is missing, or an empty or new folder for -o");
+  }
+  if (options.resume && has_plan) {
+    const SlurmSweepPlan previous = SlurmSweepPlan::read(plan_path);
+    if (const std::string difference = previous.sweep.difference(plan.sweep); !difference.empty()) {
+      throw core::InputError({plan_path.string(), 0}, "", "is another sweep: " + difference,
+                             "the scenario and grid the sweep was started with");
+    }
+    if (options.shards > 0 && options.shards != previous.shards) {
+      throw core::InputError({plan_path.string(), 0}, "shards",
+                             "is " + std::to_string(previous.shards) + ", not the --shards " + std::to_string(options.shards),
+                             "the shard count the sweep was started with (or no --shards)");
+    }
+    plan.shards = previous.shards;
+    if (options.slurm_options.empty()) plan.sbatch_options = previous.sbatch_options;  // else the new ones
+  }
+  if (plan.shards == 0 || plan.shards > grid.point_count()) {
+    throw core::InputError({"<command line>", 0}, "--shards", "is " + std::to_string(plan.shards),
+                           "1 to the grid's " + std::to_string(grid.point_count()) + " points");
+  }
+
+  std::vector<std::size_t> tasks;
+  std::size_t have = 0;
+  for (std::size_t i = 0; i < plan.shards; ++i) {
+    const ShardProgress progress = read_shard_progress(shard_folder(dir, i), plan.sweep, {i, plan.shards});
+    have += progress.done;
+    if (!progress.complete()) tasks.push_back(i);
+  }
+  fs::create_directories(dir / "shards");
+  core::write_json_atomically(plan_path, plan.to_json());
+  const fs::path array_path = dir / "slurm" / "array.sbatch";
+  const fs::path merge_path = dir / "slurm" / "merge.sbatch";
+  if (!tasks.empty()) core::write_text_atomically(array_path, sweep_array_script(plan, dir, tasks));
+  core::write_text_atomically(merge_path, sweep_merge_script(plan, dir));
+
+  std::printf("sweep --slurm: %zu points (%s) checked; %zu shards, %zu of %zu points have rows\n", grid.point_count(),
+              axis_sizes(grid).c_str(), plan.shards, have, grid.point_count());
+  if (tasks.empty()) {
+    std::printf("  every shard is complete: only the merge is left\n");
+  } else {
+    std::printf("  %s: array tasks %s, shard i/%zu each in %s/i\n", array_path.string().c_str(),
+                core::index_ranges(tasks, ",").c_str(), plan.shards, (dir / "shards").string().c_str());
+  }
+  std::printf("  %s: merge into %s after the array (afterany)\n", merge_path.string().c_str(),
+              (dir / kResultsFile).string().c_str());
+  if (!options.submit) {
+    if (tasks.empty()) {
+      std::printf("submit with: sbatch %s\n", merge_path.string().c_str());
+    } else {
+      std::printf("submit with: job=$(sbatch --parsable %s) && sbatch --dependency=afterany:$job %s\n",
+                  array_path.string().c_str(), merge_path.string().c_str());
+    }
+    std::printf("or run this again with --submit --resume\n");
+    return kExitOk;
+  }
+  const std::string array_job = tasks.empty() ? "" : sbatch_submit(array_path);
+  const std::string merge_job = sbatch_submit(merge_path, array_job.empty() ? "" : "afterany:" + array_job);
+  core::CsvRowWriter jobs = core::CsvRowWriter::append_to(dir / "slurm" / "jobs.csv",
+                                                         {"array_job", "tasks", "merge_job"});
+  jobs.append({array_job, core::index_ranges(tasks, ","), merge_job});
+  jobs.close();
+  if (!array_job.empty()) {
+    std::printf("submitted: array job %s (tasks %s), merge job %s after it\n", array_job.c_str(),
+                core::index_ranges(tasks, ",").c_str(), merge_job.c_str());
+  } else {
+    std::printf("submitted: merge job %s\n", merge_job.c_str());
+  }
+  std::printf("progress: prefetchlab sweep-status %s\n", dir.string().c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 CLI::App* add_sweep_command(CLI::App& app, int* exit_code) {
@@ -367,13 +510,26 @@ CLI::App* add_sweep_command(CLI::App& app, int* exit_code) {
       "shard folders with `prefetchlab merge`. A grid of more than 1000000 points is refused (with\n"
       "its count) unless --yes is given. -j defaults to the CPUs the process may use (its affinity\n"
       "mask: a Slurm or cgroup allocation, taskset). Exit code 0 when every point has a row (an OOM\n"
-      "point is a row), 2 for bad input, 130 when interrupted.");
+      "point is a row), 2 for bad input, 130 when interrupted.\n"
+      "--slurm writes a Slurm array instead of running: task i runs `sweep --shard i/N --resume` in\n"
+      "DIR/shards/i with -j from its CPUs; the merge job (after the array, afterany) writes\n"
+      "DIR/results.csv or says which shards miss points. --submit runs sbatch; --slurm --resume\n"
+      "writes and submits only the shards that lack rows. `prefetchlab sweep-status DIR` shows progress.");
   command->add_option("scenario", options->scenario, "scenario YAML")->required();
   command->add_option("--grid", options->grid, "grid YAML: dotted scenario keys to lists of values")->required();
   command->add_option("-o,--output", options->output_dir, "output folder")->required();
   command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: the CPUs this process may use, sched_getaffinity)");
   command->add_flag("--resume", options->resume, "continue the sweep in DIR: run only points without a row");
-  command->add_option("--shard", options->shard, "i/N: run only the points p with p mod N = i (i from 0)");
+  command->add_option("--shard", options->shard,
+                      "i/N: run only the points p with p mod N = i (i from 0); auto: the Slurm array task's "
+                      "(SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT)");
+  command->add_flag("--slurm", options->slurm,
+                    "check every point, then write DIR/slurm/array.sbatch (a task per shard) and merge.sbatch");
+  command->add_option("--shards", options->shards, "with --slurm: array tasks (default: 8, or the points if fewer)");
+  command->add_option("--slurm-opt", options->slurm_options,
+                      "with --slurm: K=V, an sbatch option for the scripts (partition=gpu, time=1:00:00, "
+                      "cpus-per-task=8, ...); repeatable");
+  command->add_flag("--submit", options->submit, "with --slurm: submit the array and the merge with sbatch");
   command->add_flag("--yes", options->yes,
                     "run a grid of more than " + std::to_string(kMaxPointsWithoutYes) +
                         " points (refused without it, with the count)");

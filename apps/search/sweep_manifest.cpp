@@ -36,28 +36,31 @@ nlohmann::ordered_json SweepManifest::to_json() const {
   return out;
 }
 
+SweepManifest SweepManifest::from_json(const nlohmann::ordered_json& json) {
+  SweepManifest manifest;
+  manifest.scenario = json.at("scenario").get<std::string>();
+  manifest.scenario_digest = json.at("scenario_digest").get<std::string>();
+  manifest.grid = json.at("grid").get<std::string>();
+  manifest.grid_axes = json.at("grid_axes");
+  manifest.points = json.at("points").get<std::size_t>();
+  if (const auto& shard = json.at("shard"); !shard.is_null()) {
+    manifest.shard = parse_shard_spec(shard.get<std::string>());
+  }
+  manifest.sessions = json.at("sessions").get<int>();
+  return manifest;
+}
+
 SweepManifest SweepManifest::read(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({path.string(), 0}, "", "cannot be read", "a sweep folder's sweep.json");
-  SweepManifest manifest;
   try {
-    const auto json = nlohmann::ordered_json::parse(in);
-    manifest.scenario = json.at("scenario").get<std::string>();
-    manifest.scenario_digest = json.at("scenario_digest").get<std::string>();
-    manifest.grid = json.at("grid").get<std::string>();
-    manifest.grid_axes = json.at("grid_axes");
-    manifest.points = json.at("points").get<std::size_t>();
-    if (const auto& shard = json.at("shard"); !shard.is_null()) {
-      manifest.shard = parse_shard_spec(shard.get<std::string>());
-    }
-    manifest.sessions = json.at("sessions").get<int>();
+    return from_json(nlohmann::ordered_json::parse(in));
   } catch (const nlohmann::json::exception& e) {
     throw InputError({path.string(), 0}, "", std::string("is not a sweep manifest (") + e.what() + ")",
                      "the sweep.json that `prefetchlab sweep` writes");
   } catch (const InputError& e) {
     throw InputError({path.string(), 0}, "shard", e.problem(), e.expected());
   }
-  return manifest;
 }
 
 std::string SweepManifest::difference(const SweepManifest& other) const {

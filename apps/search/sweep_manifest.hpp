@@ -23,6 +23,8 @@ struct SweepManifest {
   int sessions = 0;
 
   nlohmann::ordered_json to_json() const;
+  // Throws nlohmann::json::exception for a missing or mistyped field, InputError for a bad shard.
+  static SweepManifest from_json(const nlohmann::ordered_json& json);
   // Throws InputError naming the file for a missing or malformed manifest.
   static SweepManifest read(const std::filesystem::path& path);
 

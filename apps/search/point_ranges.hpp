@@ -1,0 +1,15 @@
+#pragma once
+// Sorted point (or shard) indices as ranges: "3,7-9,12" for Slurm's --array, "3, 7-9, 12" for
+// people.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace prefetchlab::core {
+
+// `indices` sorted ascending, no repeats. After `limit` ranges the text ends in ", ..." (0: no
+// limit).
+std::string index_ranges(const std::vector<std::size_t>& indices, const std::string& separator,
+                         std::size_t limit = 0);
+
+}  // namespace prefetchlab::core
