@@ -12,7 +12,7 @@
 #include "core/io/csv_row_writer.hpp"
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
-#include "apps/search/point_ranges.hpp"
+#include "core/scenario/index_ranges.hpp"
 #include "apps/search/sweep_manifest.hpp"
 #include "apps/search/sweep_results.hpp"
 

@@ -33,7 +33,7 @@
 #include "parallel_runner.hpp"
 #include "quiet_run.hpp"
 #include "sweep_progress.hpp"
-#include "apps/search/point_ranges.hpp"
+#include "core/scenario/index_ranges.hpp"
 #include "apps/slurm/sbatch_scripts.hpp"
 #include "apps/slurm/slurm_array_env.hpp"
 #include "apps/slurm/slurm_commands.hpp"

@@ -62,6 +62,7 @@ struct TuneOptions {
   bool deployable = false;
   unsigned jobs = 0;
   std::string output_dir;
+  bool slurm = false;  // refused: see tune()
 };
 
 // One simulation to run: a scenario, a seed and the overrides of one configuration.
@@ -288,6 +289,15 @@ std::int64_t parse_cap(const std::string& text) {
 int tune(const TuneOptions& options) {
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
+  if (options.slurm) {
+    // A Slurm array runs a fixed list of points; tune's search picks each round's candidates from
+    // the scores of the rounds before it, so its evaluations cannot be laid out as an array.
+    throw core::InputError({"--slurm", 0}, "slurm",
+                           "is not supported by tune: each round of its search picks candidates from the earlier rounds' "
+                           "scores, so its evaluations cannot be submitted as one array ahead of time",
+                           "tune inside one allocation (srun -c N prefetchlab tune ... -j N, or sbatch --cpus-per-task=N), "
+                           "or `sweep --slurm` for a fixed grid");
+  }
   const TunePolicy policy = parse_policy(options.policy);
   if (options.deployable && policy == TunePolicy::kPaceSearch) {
     throw core::InputError({"--deployable", 0}, "deployable", "is impossible with pace_search: DeepSpeed has no such policy",
@@ -734,6 +744,9 @@ CLI::App* add_tune_command(CLI::App& app, int* exit_code) {
   command->add_flag("--deployable", options->deployable, "only keys DeepSpeed reads");
   command->add_option("-j,--jobs", options->jobs, "simulations in parallel (default: the CPUs this process may use, sched_getaffinity)");
   command->add_option("-o,--output", options->output_dir, "output folder")->required();
+  command->add_flag("--slurm", options->slurm,
+                    "refused, with the reason: the search's rounds depend on earlier scores (run tune inside one "
+                    "allocation, or sweep --slurm for a fixed grid)");
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return tune(*options); }); });
   return command;
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
-#include "apps/search/point_ranges.hpp"
+#include "core/scenario/index_ranges.hpp"
 
 namespace prefetchlab::apps {
 namespace {

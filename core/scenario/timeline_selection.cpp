@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/input/input_error.hpp"
+#include "core/scenario/index_ranges.hpp"
 
 namespace prefetchlab::core {
 
@@ -82,19 +83,8 @@ IndexSelection read_index_selection(const YamlSection& section, std::string_view
 }
 
 std::string describe_indices(const std::vector<std::int64_t>& indices) {
-  std::string out;
-  for (std::size_t i = 0; i < indices.size();) {
-    std::size_t j = i;
-    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
-    if (i > 0) out += ",";
-    out += std::to_string(indices[i]);
-    if (j > i) {
-      out += "-";
-      out += std::to_string(indices[j]);
-    }
-    i = j + 1;
-  }
-  return out;
+  // Selections are non-negative (read_index_selection's lowest is 0).
+  return index_ranges(std::vector<std::size_t>(indices.begin(), indices.end()), ",");
 }
 
 }  // namespace prefetchlab::core

@@ -71,6 +71,8 @@ TEST(TuneCommand, BadInputIsAClearError) {
   expect_bad("--memory-cap lots", "not a positive size in bytes");
   expect_bad("--memory-cap 0", "not a positive size in bytes");
   expect_bad("--policy pace_search --deployable", "DeepSpeed has no such policy");
+  expect_bad("--slurm", "picks candidates from the earlier rounds' scores");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "out" / "tune.json"));
   const auto missing = run_cli("tune " + (kTune / "no-such.yaml").string() + out);
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
 }

@@ -1,6 +1,6 @@
 #pragma once
-// Sorted point (or shard) indices as ranges: "3,7-9,12" for Slurm's --array, "3, 7-9, 12" for
-// people.
+// Sorted indices (ranks, iterations, sweep points, shards) as runs of consecutive ones: "3,7-9,12"
+// for Slurm's --array and messages, "3, 7-9, 12" for people.
 #include <cstddef>
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "apps/search/point_ranges.hpp"
+#include "core/scenario/index_ranges.hpp"
 
 namespace prefetchlab::core {
 
