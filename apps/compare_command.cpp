@@ -59,7 +59,7 @@ std::int64_t steady_of_last_half(const std::vector<std::int64_t>& steps, bool me
 Outcome simulate_seed(const std::string& file, std::vector<std::string> overrides, std::string label) {
   overrides.push_back("output.trace=false");
   const core::Scenario scenario = core::load_scenario(file, overrides, bundled_data());
-  sim::World world(scenario, false);
+  sim::World world(scenario, false, sim::RankSimulation::kCollapseIdentical);
   const sim::WorldResult result = world.run();
   Outcome outcome;
   outcome.label = std::move(label);

@@ -7,7 +7,8 @@
 namespace prefetchlab::apps {
 
 QuietRunResult run_quietly(const core::Scenario& scenario, const std::atomic<bool>* interrupt) {
-  sim::World world(scenario, false);
+  // Only the summary counts: identical ranks are simulated once (the same figures).
+  sim::World world(scenario, false, sim::RankSimulation::kCollapseIdentical);
   // A sink that drops samples and buckets keeps the result's memory flat; only the summary counts.
   sim::IterationSink sink;
   sink.on_iteration = [](const core::IterationRecord&, std::span<const core::TimingSample>,

@@ -30,6 +30,7 @@ struct RunOptions {
   std::vector<std::string> overrides;
   bool no_expect = false;  // --no-expect: the scenario's checks are neither run nor recorded
   std::string kineto_dir;  // --kineto-trace: also one torch.profiler-schema trace per rank here
+  bool every_rank = false;  // --every-rank: no collapse of identical ranks (sim/rank_symmetry.hpp)
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -95,6 +96,11 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
             << "alloc retries:       " << stats.num_alloc_retries
             << " (num_alloc_retries: mallocs that freed the allocator's cache and retried, most on one rank)\n"
             << "events simulated:    " << result.events_processed << "\n"
+            << "ranks simulated:     " << result.ranks.text()
+            << (result.ranks.collapsed()        ? " (identical ranks: one simulated for all)"
+                : result.ranks.world_size == 1 ? ""
+                                                : " (every rank: " + result.ranks.full_because + ")")
+            << "\n"
             << "outputs in:          " << dir.string() << "\n";
   if (stats.peak_memory) {
     const core::PeakMemoryBreakdown& p = *stats.peak_memory;
@@ -192,7 +198,11 @@ int run(const RunOptions& options) {
     sink.sample_rank_mask = scenario.output.trace_ranks.mask(scenario.cluster.world_size());
   }
 
-  sim::World world(scenario, scenario.output.trace || !options.kineto_dir.empty());
+  // --kineto-trace writes a file per rank of the job, so it simulates every one.
+  const sim::RankSimulation rank_simulation = options.every_rank || !options.kineto_dir.empty()
+                                                  ? sim::RankSimulation::kEveryRank
+                                                  : sim::RankSimulation::kCollapseIdentical;
+  sim::World world(scenario, scenario.output.trace || !options.kineto_dir.empty(), rank_simulation);
   g_interrupted.store(false);
   const auto previous = std::signal(SIGINT, on_sigint);
   sim::WorldResult result = world.run(sink, &g_interrupted);
@@ -210,6 +220,8 @@ int run(const RunOptions& options) {
                                             : core::check_expectations(scenario.expect, result.status, stats);
   summary["expectations"] = checks;
   summary["uncalibrated"] = scenario.cluster.calibration.uncalibrated;
+  summary["ranks_simulated"] = result.ranks.text();
+  if (!result.ranks.full_because.empty()) summary["every_rank_simulated_because"] = result.ranks.full_because;
   // A scenario's `expect:` is a regression test: any check not met fails the run with exit
   // code 5 (summary.json says which and records that exit code). An interrupted run stays 130:
   // it did not finish, so its checks say nothing.
@@ -247,6 +259,9 @@ CLI::App* add_run_command(CLI::App& app, int* exit_code) {
   command->add_option("--kineto-trace", options->kineto_dir,
                       "also write the run as torch.profiler would have recorded it: DIR/rank<N>.pt.trace.json "
                       "(for trace-summary and calibrate --from-trace; docs/traces.md)");
+  command->add_flag("--every-rank", options->every_rank,
+                    "simulate every rank even where the scenario makes them identical (by default one stands for "
+                    "all: the same figures, but samples.csv, memory.csv and trace.json then hold that one)");
   command->add_flag("--no-expect", options->no_expect,
                     "do not check the scenario's expect: section (a check not met is exit code 5)");
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return run(*options); }); });

@@ -8,11 +8,12 @@
 
 namespace prefetchlab::sim {
 
-Communicator::Communicator(EventEngine& engine, const CollectiveCostModel& cost_model, int ranks,
+Communicator::Communicator(EventEngine& engine, const CollectiveCostModel& cost_model, int ranks, int world_size,
                            int nodes, CollectiveListener& listener)
     : engine_(engine),
       cost_model_(cost_model),
       ranks_(ranks),
+      world_size_(world_size),
       nodes_(nodes),
       listener_(listener),
       issued_(static_cast<std::size_t>(ranks)),
@@ -61,6 +62,7 @@ void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
   Slot& s = slot(seq);
   if (arrived(seq, rank)) throw std::logic_error("rank arrived twice at a collective");
   arrived(seq, rank) = &stream;
+  s.computing = s.computing || listener_.computing_at_arrival(rank);
   if (++s.arrivals < ranks_) return;
 
   // Everyone is here: the calls must be the same collective, or real NCCL would hang (or
@@ -81,11 +83,11 @@ void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
     }
   }
   s.start_ns = engine_.now_ns();
-  const TimeNs base_ns = cost_model_.duration_ns({reference.kind, reference.bytes, ranks_, nodes_});
+  const TimeNs base_ns = cost_model_.duration_ns({reference.kind, reference.bytes, world_size_, nodes_});
   // The communicator's FIFO: every rank's NCCL stream is inside the running collective, so the
   // next one cannot have arrived everywhere yet.
   if (running_.seq >= 0) throw std::logic_error("two collectives running on one communicator");
-  const double stretch = listener_.on_collective_start(seq, reference);
+  const double stretch = listener_.on_collective_start(seq, reference, s.computing);
   running_ = Running{seq, static_cast<double>(base_ns), 0.0, engine_.now_ns(), stretch, running_.generation + 1};
   engine_.schedule_after(static_cast<TimeNs>(std::llround(static_cast<double>(base_ns) * stretch)), *this,
                          seq * kGenerations + running_.generation % kGenerations);

@@ -40,7 +40,12 @@ struct CollectiveMismatch {
 // NVIDIA/nccl #1433).
 class CollectiveListener {
  public:
-  virtual double on_collective_start(std::int64_t seq, const CollectiveCall& call) = 0;
+  // Whether rank `rank`'s compute stream runs a kernel as the rank reaches a collective: taken at
+  // each rank's own arrival, so the answer does not depend on the order in which ranks reaching
+  // it at the same nanosecond are processed (nor on how many identical ranks are simulated).
+  virtual bool computing_at_arrival(int rank) = 0;
+  // `computing`: some rank was computing at its arrival.
+  virtual double on_collective_start(std::int64_t seq, const CollectiveCall& call, bool computing) = 0;
   virtual void on_collective_done(std::int64_t seq, const CollectiveCall& call, TimeNs start_ns,
                                   TimeNs end_ns) = 0;
 
@@ -50,7 +55,9 @@ class CollectiveListener {
 
 class Communicator final : public EventHandler {
  public:
-  Communicator(EventEngine& engine, const CollectiveCostModel& cost_model, int ranks, int nodes,
+  // `ranks` members arrive at each collective; its cost is that of `world_size` ranks on `nodes`
+  // nodes. They differ where one rank stands for identical others (rank_symmetry.hpp).
+  Communicator(EventEngine& engine, const CollectiveCostModel& cost_model, int ranks, int world_size, int nodes,
                CollectiveListener& listener);
 
   // Rank `rank` issues its next collective (host time); returns the call's sequence number.
@@ -77,6 +84,7 @@ class Communicator final : public EventHandler {
  private:
   struct Slot {
     int arrivals = 0;
+    bool computing = false;  // some rank's compute stream ran a kernel at its arrival
     TimeNs start_ns = 0;
   };
   // The collective in progress: modelled work, the part done (at full speed) as of
@@ -106,6 +114,7 @@ class Communicator final : public EventHandler {
   EventEngine& engine_;
   const CollectiveCostModel& cost_model_;
   int ranks_;
+  int world_size_;
   int nodes_;
   CollectiveListener& listener_;
   std::vector<std::deque<CollectiveCall>> issued_;  // per rank, in issue order from issued_base_

@@ -30,7 +30,11 @@ void write_trace_json(const std::filesystem::path& path, const World& world) {
   ChromeTraceWriter writer;
   for (int r = 0; r < world.ranks(); ++r) {
     if (!world.trace().records_rank(r)) continue;
-    writer.name_process(r, "rank " + std::to_string(r));
+    // A collapsed run's representative says which ranks it stands for (rank_symmetry.hpp).
+    writer.name_process(r, world.rank_collapse().collapsed()
+                               ? "rank " + std::to_string(r) + " (stands for ranks " + world.stands_for(r) +
+                                     ": identical ranks simulated once)"
+                               : "rank " + std::to_string(r));
     for (int t = 0; t < kTrackCount; ++t) writer.name_thread(r, t, track_name(static_cast<Track>(t)));
   }
   const LabelTable& labels = world.labels();

@@ -12,22 +12,24 @@
 
 namespace prefetchlab::sim {
 
-World::World(const core::Scenario& scenario, bool record_trace)
+World::World(const core::Scenario& scenario, bool record_trace, RankSimulation rank_simulation)
     : scenario_(scenario),
+      collapse_(plan_rank_collapse(scenario, rank_simulation)),
       trace_(record_trace),
       cost_model_(make_collective_cost_model(scenario.cluster.hardware, scenario.cluster.calibration)),
       compute_(std::make_unique<ComputeModel>(scenario.cluster.hardware, scenario.cluster.calibration,
                                               scenario.training.dtype)) {
   build_shared_context();
   limit_trace();
-  agreement_ = std::make_unique<AgreementBoard>(static_cast<int>(scenario.cluster.world_size()));
+  const int world_size = collapse_.world_size;
+  const int simulated = collapse_.simulated_ranks;
+  agreement_ = std::make_unique<AgreementBoard>(simulated);
   shared_.agreement = agreement_.get();
-  const int world_size = static_cast<int>(scenario.cluster.world_size());
-  communicator_ = std::make_unique<Communicator>(engine_, *cost_model_, world_size,
+  communicator_ = std::make_unique<Communicator>(engine_, *cost_model_, simulated, world_size,
                                                  static_cast<int>(scenario.cluster.nodes), *this);
   // Only traced ranks' calls are read after they finish (trace.json names what they moved).
-  std::vector<char> keep_calls(static_cast<std::size_t>(world_size), 0);
-  for (int r = 0; r < world_size; ++r) keep_calls[static_cast<std::size_t>(r)] = trace_.records_rank(r) ? 1 : 0;
+  std::vector<char> keep_calls(static_cast<std::size_t>(simulated), 0);
+  for (int r = 0; r < simulated; ++r) keep_calls[static_cast<std::size_t>(r)] = trace_.records_rank(r) ? 1 : 0;
   communicator_->keep_calls_of(std::move(keep_calls));
   const auto& calibration = scenario.cluster.calibration;
   if (calibration.contention_model == core::CalibrationConstants::ContentionModel::kSharedCores) {
@@ -39,7 +41,7 @@ World::World(const core::Scenario& scenario, bool record_trace)
   const auto iterations = static_cast<std::int32_t>(scenario.training.iterations);
   ranks_done_.assign(static_cast<std::size_t>(iterations) + 1, 0);
   try {
-    for (int r = 0; r < world_size; ++r) {
+    for (int r = 0; r < simulated; ++r) {
       ranks_.push_back(std::make_unique<RankProcess>(r, engine_, resumer_, *communicator_, shared_, *this,
                                                      r * (iterations + 1)));
     }
@@ -53,16 +55,29 @@ World::World(const core::Scenario& scenario, bool record_trace)
 
 World::~World() = default;
 
+std::string World::stands_for(int rank) const {
+  if (!collapse_.collapsed()) return std::to_string(rank);
+  return "0-" + std::to_string(collapse_.world_size - 1);
+}
+
+std::vector<char> World::simulated_rank_mask(const std::vector<char>& world_mask) const {
+  if (world_mask.empty() || !collapse_.collapsed()) return world_mask;
+  // The representative stands for every rank: it is kept when any of them is.
+  std::vector<char> mask(world_mask.size(), 0);
+  mask[0] = std::any_of(world_mask.begin(), world_mask.end(), [](char keep) { return keep != 0; }) ? 1 : 0;
+  return mask;
+}
+
 // The data-parallel communicator runs one collective at a time, so "a collective is running on
 // this GPU" is exactly the span between these two calls, on every rank.
-double World::on_collective_start(std::int64_t, const CollectiveCall&) {
+bool World::computing_at_arrival(int rank) {
+  return ranks_[static_cast<std::size_t>(rank)]->compute_stream().running_kernel();
+}
+
+double World::on_collective_start(std::int64_t, const CollectiveCall&, bool computing) {
   if (shared_cores_) return shared_cores_->collective_started();
   const auto& calibration = scenario_.cluster.calibration;
-  bool computing = false;
-  for (auto& rank : ranks_) {
-    computing = computing || rank->compute_stream().running_kernel();
-    rank->compute_stream().set_slowdown(1.0 + calibration.contention_compute_factor);
-  }
+  for (auto& rank : ranks_) rank->compute_stream().set_slowdown(1.0 + calibration.contention_compute_factor);
   return computing ? 1.0 + calibration.contention_collective_factor : 1.0;
 }
 
@@ -100,7 +115,8 @@ void World::limit_trace() {
       output.timeline_budget_bytes > 0
           ? std::max<std::size_t>(1, static_cast<std::size_t>(output.timeline_budget_bytes) / kTraceBytesPerSpanEstimate)
           : 0;
-  trace_.limit(output.trace_ranks.all() ? std::vector<char>{} : output.trace_ranks.mask(scenario_.cluster.world_size()),
+  trace_.limit(output.trace_ranks.all() ? std::vector<char>{}
+                                        : simulated_rank_mask(output.trace_ranks.mask(scenario_.cluster.world_size())),
                output.trace_iterations.all() ? std::vector<char>{}
                                              : output.trace_iterations.mask(scenario_.training.iterations + 1),
                max_spans);
@@ -249,9 +265,13 @@ core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
                     first);
     first = false;
 
-    buckets.push_back({iteration, rank->rank(), it.bucket_numel});
-    if (with_samples && (!sink_ || sink_->sample_rank_mask.empty() ||
-                         sink_->sample_rank_mask[static_cast<std::size_t>(rank->rank())])) {
+    // A row per rank of the job: the representative's for each rank it stands for.
+    if (collapse_.collapsed()) {
+      for (int r = 0; r < collapse_.world_size; ++r) buckets.push_back({iteration, r, it.bucket_numel});
+    } else {
+      buckets.push_back({iteration, rank->rank(), it.bucket_numel});
+    }
+    if (with_samples && (!sink_ || sample_mask_.empty() || sample_mask_[static_cast<std::size_t>(rank->rank())])) {
       // Moved, not copied: each sample owns its vector of extra column values.
       auto rank_samples = rank->samples_of(iteration);
       samples.insert(samples.end(), std::make_move_iterator(rank_samples.begin()),
@@ -301,9 +321,11 @@ std::string World::describe_mismatch(const CollectiveMismatch& mismatch) const {
 
 WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* interrupt) {
   sink_ = &sink;
+  sample_mask_ = simulated_rank_mask(sink.sample_rank_mask);
   result_ = WorldResult{};
+  result_.ranks = collapse_;
   const auto& training = scenario_.training;
-  result_.metrics.facts.ranks = ranks();
+  result_.metrics.facts.ranks = collapse_.world_size;
   result_.metrics.report_trace_invalidations = routing_ != nullptr;
   result_.metrics.facts.micro_batch = training.micro_batch;
   result_.metrics.facts.seq_len = training.seq_len;  // the longest a distribution draws

@@ -20,6 +20,7 @@
 #include "sim/host_task.hpp"
 #include "sim/label_table.hpp"
 #include "sim/rank_process.hpp"
+#include "sim/rank_symmetry.hpp"
 #include "sim/shared_cores.hpp"
 #include "sim/trace_recorder.hpp"
 
@@ -46,11 +47,16 @@ struct WorldResult {
   std::string message;  // what went wrong, for summary.json and the terminal
   core::Metrics metrics;
   std::uint64_t events_processed = 0;
+  RankCollapse ranks;  // how many ranks were simulated, and why every one if so
 };
 
 class World final : public EventHandler, public CollectiveListener {
  public:
-  explicit World(const core::Scenario& scenario, bool record_trace = true);
+  // kCollapseIdentical simulates one rank for all where the scenario proves them identical
+  // (rank_symmetry.hpp): every figure, iterations.csv and buckets.csv are those of the full
+  // simulation; samples, memory timeline and trace hold the representative.
+  explicit World(const core::Scenario& scenario, bool record_trace = true,
+                 RankSimulation rank_simulation = RankSimulation::kEveryRank);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
@@ -64,10 +70,16 @@ class World final : public EventHandler, public CollectiveListener {
   const LabelTable& labels() const { return labels_; }
   const Communicator& communicator() const { return *communicator_; }
   const core::Scenario& scenario() const { return scenario_; }
+  // Ranks simulated (1 when collapsed) and ranks in the job.
   int ranks() const { return static_cast<int>(ranks_.size()); }
+  int world_size() const { return collapse_.world_size; }
+  const RankCollapse& rank_collapse() const { return collapse_; }
+  // The ranks simulated rank `rank` stands for: "0-63" when collapsed, else "rank".
+  std::string stands_for(int rank) const;
 
   void on_event(std::int64_t tag) override;  // an iteration-end event on some rank
-  double on_collective_start(std::int64_t seq, const CollectiveCall& call) override;
+  bool computing_at_arrival(int rank) override;
+  double on_collective_start(std::int64_t seq, const CollectiveCall& call, bool computing) override;
   void on_collective_done(std::int64_t seq, const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns) override;
 
  private:
@@ -78,8 +90,11 @@ class World final : public EventHandler, public CollectiveListener {
   core::IterationRecord combine(std::int32_t iteration, bool with_samples, std::vector<core::TimingSample>& samples,
                                 std::vector<core::BucketRecord>& buckets) const;
   std::string describe_mismatch(const CollectiveMismatch& mismatch) const;
+  // A byte per rank of the job (output.trace_ranks) as one per simulated rank.
+  std::vector<char> simulated_rank_mask(const std::vector<char>& world_mask) const;
 
   const core::Scenario& scenario_;
+  RankCollapse collapse_;
   EventEngine engine_;
   CoroutineResumer resumer_;
   LabelTable labels_;
@@ -99,6 +114,7 @@ class World final : public EventHandler, public CollectiveListener {
   std::vector<int> ranks_done_;  // per iteration (1-based)
   std::int32_t finalized_ = 0;
   const IterationSink* sink_ = nullptr;
+  std::vector<char> sample_mask_;  // the sink's sample_rank_mask, by simulated rank
   std::vector<core::MemoryPoint> memory_points_;  // one rank's timeline on its way to the sink
   WorldResult result_;
 };

@@ -61,10 +61,12 @@ TraceCounts trace_counts(const fs::path& path) {
   return counts;
 }
 
-// The run of the tiny scenario into `dir` with `sets` (each "key=value").
+// The run of the tiny scenario into `dir` with `sets` (each "key=value"), every rank simulated:
+// what each rank's timeline keeps is the subject here (a collapsed run has one rank's,
+// tests/sim/rank_symmetry_test.cpp).
 prefetchlab::testing::CliResult run_tiny(const fs::path& dir, const std::vector<std::string>& sets,
                                          const std::string& scenario = kTinyLlama) {
-  std::string args = "run " + scenario + " -o " + dir.string() + " --no-expect";
+  std::string args = "run " + scenario + " -o " + dir.string() + " --no-expect --every-rank";
   for (const auto& set : sets) args += " --set " + set;
   return run_cli(args);
 }

@@ -44,8 +44,9 @@ GIB = float(1 << 30)
 
 
 def simulate(out, *sets):
-    """Runs the real binary on the tiny scenario into `out`; returns `out`."""
-    command = [CLI, "run", SCENARIO, "-o", out]
+    """Runs the real binary on the tiny scenario into `out`; returns `out`. Every rank is
+    simulated: the plots draw one line per rank (a collapsed run has one rank's timelines)."""
+    command = [CLI, "run", SCENARIO, "-o", out, "--every-rank"]
     if sets:
         command.append("--no-expect")  # the scenario's expect: describes it as written
     for s in sets:

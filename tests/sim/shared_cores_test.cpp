@@ -31,7 +31,7 @@ class Harness final : public StreamObserver, public CollectiveListener {
  public:
   Harness(int cores, int ranks, int ranks_per_node, TimeNs collective_ns, double collective_penalty = 0)
       : cost_(collective_ns),
-        communicator_(engine_, cost_, ranks, ranks / ranks_per_node, *this),
+        communicator_(engine_, cost_, ranks, ranks, ranks / ranks_per_node, *this),
         cores_(cores, ranks, ranks_per_node, collective_penalty, communicator_) {
     for (int r = 0; r < ranks; ++r) {
       events_.push_back(std::make_unique<EventTable>(engine_, resumer_));
@@ -65,7 +65,8 @@ class Harness final : public StreamObserver, public CollectiveListener {
   void on_collective_reached(Stream& stream, const StreamOp& op) override {
     communicator_.arrive(stream.rank(), op.collective, stream);
   }
-  double on_collective_start(std::int64_t, const CollectiveCall&) override { return cores_.collective_started(); }
+  bool computing_at_arrival(int) override { return false; }
+  double on_collective_start(std::int64_t, const CollectiveCall&, bool) override { return cores_.collective_started(); }
   void on_collective_done(std::int64_t seq, const CollectiveCall&, TimeNs, TimeNs end_ns) override {
     cores_.collective_finished();
     collective_done_ns[seq] = end_ns;
