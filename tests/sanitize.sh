@@ -23,8 +23,10 @@ jobs_wanted=("$@")
 #   compare table, tune, every bundled/defect scenario end to end, calibrate-then-validate;
 # - the executor's numeric checks but three (two ranks, offload on one rank, divergence): each
 #   runs real GEMMs through the same code, 10-70 s apiece under ASan.
-asan_exclude='^(plots_|setup_covers|torch_allocator|gpu_check_)|^Fidelity\.|^CompareDocs\.|^Tune'
-asan_exclude+='|^RunCommand\.(EveryBundled|EveryDefect|Flipping)|^ValidateCommand\.CalibrateThenValidate'
+# - the Slurm test (slurm_sweep_array): a scheduler's integration, whose sweeps the sweep and
+#   merge cases cover.
+asan_exclude='^(plots_|setup_covers|torch_allocator|gpu_check_|slurm_)|^Fidelity\.|^CompareDocs\.|^Tune'
+asan_exclude+='|^RunCommand\.(EveryBundled|EveryDefect|Flipping)|^ValidateCommand\.CalibrateThenValidate|^RankSymmetry\.CollapsedRuns'
 asan_exclude+='|^Executor\.(GatheredParametersAndReducedGradientsAreExact(OnOneRank|OnFourRanks|InFp32|With|When)'
 asan_exclude+='|TheHostBlocks|PlansAndBuckets|OffloadedParametersCrossTheHostLinkOnTheAllGather|OffloadFrees'
 asan_exclude+='|OneRankOffload|CpuAdam|CollectivesMatch)'

@@ -16,6 +16,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# A kill (ctest's timeout, Ctrl-C) still stops the daemons: exit runs the EXIT trap.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 wait_until() {  # wait_until SECONDS WHAT COMMAND...
