@@ -141,7 +141,9 @@ TEST(KinetoTraceLoop, HostBackendRunThroughCalibrateAndValidateAgainstTrace) {
     if (reduce_scatter) {
       EXPECT_GT(calibration["reduce_scatter_bus_bandwidth_gb_per_s"].as<double>(), 0.0);
     }
-    EXPECT_GT(calibration["collective_latency_us"].as<double>(), 0.0);
+    // A fitted latency is clamped at 0: on a loaded machine (ASan, CI) the host backend's fit can
+    // land there, so only its presence and sign are checked.
+    EXPECT_GE(calibration["collective_latency_us"].as<double>(), 0.0);
     EXPECT_FALSE(calibration["all_reduce_bus_bandwidth_gb_per_s"]);
     hardware = " --hardware " + fitted;
   } else {
