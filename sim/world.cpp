@@ -8,6 +8,7 @@
 #include "core/hardware/hardware_derived.hpp"
 #include "core/zero/persistence.hpp"
 #include "core/zero/reduce_bucket.hpp"
+#include "core/scenario/index_ranges.hpp"
 #include "core/scenario/skipped_modules.hpp"
 
 namespace prefetchlab::sim {
@@ -306,15 +307,8 @@ std::string World::describe_mismatch(const CollectiveMismatch& mismatch) const {
       << mismatch.calls.front().iteration << "): ";
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const auto& ranks = groups[g].second;
-    out << (g ? "; " : "") << (ranks.size() > 1 ? "ranks " : "rank ");
-    for (std::size_t i = 0; i < ranks.size();) {
-      std::size_t j = i;
-      while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-      out << (i ? "," : "") << ranks[i];
-      if (j > i) out << "-" << ranks[j];
-      i = j + 1;
-    }
-    out << ": " << groups[g].first;
+    out << (g ? "; " : "") << (ranks.size() > 1 ? "ranks " : "rank ")
+        << core::index_ranges(std::vector<std::size_t>(ranks.begin(), ranks.end()), ",") << ": " << groups[g].first;
   }
   return out.str();
 }
