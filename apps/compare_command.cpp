@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -60,7 +61,14 @@ Outcome simulate_seed(const std::string& file, std::vector<std::string> override
   overrides.push_back("output.trace=false");
   const core::Scenario scenario = core::load_scenario(file, overrides, bundled_data());
   sim::World world(scenario, false, sim::RankSimulation::kCollapseIdentical);
-  const sim::WorldResult result = world.run();
+  // Only the iteration records are read: a sink that drops samples, buckets and memory points
+  // keeps a large world's run small (a collapsed run gives a row set per rank of the job).
+  sim::IterationSink sink;
+  sink.on_iteration = [](const core::IterationRecord&, std::span<const core::TimingSample>,
+                         std::span<const core::BucketRecord>) {};
+  sink.on_memory = [](std::span<const core::MemoryPoint>) {};
+  sink.wants_samples = false;
+  const sim::WorldResult result = world.run(sink);
   Outcome outcome;
   outcome.label = std::move(label);
   outcome.bucket_numel = scenario.zero.prefetch_bucket_numel;

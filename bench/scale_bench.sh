@@ -6,7 +6,8 @@
 # Env: NODES (8-GPU nodes per world, default "4 16"), ITERATIONS (default 10; warm-up is 1, which
 # changes no event), ROUNDS (default 2), MODES (default "collapsed every-rank": a binary with
 # `run --every-rank` runs both ways, identical ranks simulated once and every rank simulated;
-# one without it runs once, as "-").
+# one without it runs once, as "-"), SETS (more `--set KEY=VALUE` overrides, space-separated:
+# SETS=noise.compute_jitter=0.02 makes every rank differ, so every rank is simulated).
 # Prints per run: wall, user and system CPU, max RSS, events simulated, events per wall second
 # and per CPU second (user + system: steadier than wall on a machine shared with other work).
 set -euo pipefail
@@ -16,6 +17,8 @@ nodes_list="${NODES:-4 16}"
 iterations="${ITERATIONS:-10}"
 rounds="${ROUNDS:-2}"
 modes="${MODES:-collapsed every-rank}"
+sets=()
+for s in ${SETS:-}; do sets+=(--set "$s"); done
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 printf '%-6s %-34s %-10s %6s %9s %8s %8s %8s %10s %10s %11s %11s\n' round binary mode ranks simulated wall_s user_s sys_s maxrss_MB events ev_per_s ev_per_cpu_s
@@ -29,7 +32,7 @@ for round in $(seq 1 "$rounds"); do
         [[ $mode == every-rank ]] && flags=(--every-rank)
         /usr/bin/time -f '%e %U %S %M' -o "$out/time" "$binary" run "$scenario" -o "$out/run" "${flags[@]}" \
           --set cluster.nodes="$nodes" --set training.iterations="$iterations" --set training.warmup_iterations=1 \
-          >"$out/stdout" 2>&1 || true
+          "${sets[@]}" >"$out/stdout" 2>&1 || true
         read -r wall user sys rss_kb < <(tail -n 1 "$out/time")
         events=$(sed -n 's/^events simulated: *//p' "$out/stdout")
         simulated=$(sed -n 's/^ranks simulated: *\([0-9]*\) of .*/\1/p' "$out/stdout")

@@ -34,8 +34,31 @@ std::int32_t EventTable::create() {
   event.notify_tag = 0;
   event.waiting_host = nullptr;
   event.waiting_stream_count = 0;
+  event.kept_seq = -1;
   ++count_;
   return next_id() - 1;
+}
+
+void EventTable::keep_time(std::int32_t id) {
+  if (!kept_.empty() && kept_.back().id >= id) throw std::logic_error("kept device event times out of order");
+  at(id).kept_seq = kept_head_ + static_cast<std::int64_t>(kept_.size());
+  kept_.push_back({id, -1});
+}
+
+TimeNs EventTable::signaled_ns(std::int32_t id) const {
+  if (id >= base_) return slots_[index(id)].signaled_ns;
+  // Forgotten: a kept time, read by the world in id order once per iteration.
+  const auto it = std::lower_bound(kept_.begin(), kept_.end(), id,
+                                   [](const KeptTime& k, std::int32_t wanted) { return k.id < wanted; });
+  if (it == kept_.end() || it->id != id) throw_forgotten(id);
+  return it->signaled_ns;
+}
+
+void EventTable::forget_kept_before(std::int32_t id) {
+  const auto end = std::lower_bound(kept_.begin(), kept_.end(), id,
+                                    [](const KeptTime& k, std::int32_t wanted) { return k.id < wanted; });
+  kept_head_ += end - kept_.begin();
+  kept_.erase(kept_.begin(), end);  // an iteration's worth, once per iteration
 }
 
 void EventTable::grow() {
@@ -47,15 +70,6 @@ void EventTable::grow() {
 
 void EventTable::throw_forgotten(std::int32_t id) {
   throw std::logic_error("device event " + std::to_string(id) + " was already forgotten");
-}
-
-void EventTable::forget_before(std::int32_t id) {
-  while (base_ < id && count_ > 0) {
-    if (slots_[head_].signaled_ns < 0) throw std::logic_error("forgetting an unsignalled device event");
-    head_ = (head_ + 1) & (slots_.size() - 1);
-    --count_;
-    ++base_;
-  }
 }
 
 void EventTable::forget_signalled_before(std::int32_t id) {
@@ -79,6 +93,11 @@ void EventTable::signal(std::int32_t id) {
   if (event.notify) engine_.schedule_at(engine_.now_ns(), *event.notify, event.notify_tag);
   event.waiting_stream_count = 0;
   event.waiting_host = nullptr;
+  if (event.kept_seq >= 0) kept_[static_cast<std::size_t>(event.kept_seq - kept_head_)].signaled_ns = event.signaled_ns;
+  // Nothing reads a signalled event but through signaled() (true once forgotten) or a kept
+  // time, so the ring forgets from its oldest event on as soon as it can: it holds the events
+  // in flight, not an iteration of them (32k per rank for Llama-2-70B).
+  if (id == base_) forget_signalled_before(next_id());
 }
 
 std::uint8_t EventTable::add_stream(Stream* stream) {

@@ -36,15 +36,19 @@ struct StreamOp {
 class Stream;
 class SharedCores;
 
-// 40 bytes, no heap: a rank keeps about an iteration of these (32k for Llama-2-70B), so they
-// are most of a rank's memory. Waiters fit inline: a stream waits on one event at a time and a
-// rank has a handful of streams; its one host thread waits on one event at a time.
+// 48 bytes, no heap. A rank keeps only the events not yet signalled, and those signalled after
+// the oldest of them (the ring below), so a 1,024-rank world holds a few hundred per rank.
+// Waiters fit inline: a stream waits on one event at a time and a rank has a handful of
+// streams; its one host thread waits on one event at a time.
 struct DeviceEvent {
   static constexpr int kMaxWaitingStreams = 7;
   TimeNs signaled_ns = -1;
   EventHandler* notify = nullptr;  // told (with notify_tag) when the event is signalled
   std::int64_t notify_tag = 0;
   std::coroutine_handle<> waiting_host;  // null when none
+  // Where its signalled time is kept past the event (EventTable::keep_time), or -1: the world
+  // reads phase and fetch times once every rank finished the iteration.
+  std::int64_t kept_seq = -1;
   std::uint8_t waiting_stream_count = 0;
   std::uint8_t waiting_streams[kMaxWaitingStreams] = {};  // EventTable stream indices, in wait order
 };
@@ -71,14 +75,21 @@ class EventTable {
   std::int32_t create();
   std::int32_t next_id() const { return base_ + static_cast<std::int32_t>(count_); }
   DeviceEvent& at(std::int32_t id) { return slots_[index(id)]; }
-  // Forgotten events were all signalled (forget_before checks it).
+  // Forgotten events were all signalled: a signalled event is forgotten as soon as every older
+  // one is signalled too, so only kept times (keep_time) can be read after the signal.
   bool signaled(std::int32_t id) const { return id < base_ || slots_[index(id)].signaled_ns >= 0; }
-  TimeNs signaled_ns(std::int32_t id) const { return slots_[index(id)].signaled_ns; }
+  // The event's signalled time (-1 before): a live event's, or a kept one's after it was
+  // forgotten (std::logic_error for any other forgotten event).
+  TimeNs signaled_ns(std::int32_t id) const;
+  // The time event `id` (just created: ids kept in increasing order) is signalled at stays
+  // readable after the event is forgotten, until forget_kept_before drops it.
+  void keep_time(std::int32_t id);
+  // Drops kept times of events with id < `id`.
+  void forget_kept_before(std::int32_t id);
   void signal(std::int32_t id);
-  // Drops events with id < `id`; each must already be signalled (std::logic_error otherwise).
-  void forget_before(std::int32_t id);
   // Drops events with id < `id` up to the first one not yet signalled.
   void forget_signalled_before(std::int32_t id);
+  std::size_t live_events() const { return count_; }
 
   // `co_await events.host_wait(id)`: the host thread blocks until the event is signalled.
   struct HostWait {
@@ -109,6 +120,16 @@ class EventTable {
   std::size_t head_ = 0;
   std::size_t count_ = 0;
   std::int32_t base_ = 0;
+  // Kept times (keep_time), by increasing event id: the phase and fetch events the world reads
+  // once every rank finished the iteration, long after the ring forgot them.
+  // kept_[i - kept_head_] is kept time number i (DeviceEvent::kept_seq); entries before
+  // kept_head_ were dropped.
+  struct KeptTime {
+    std::int32_t id;
+    TimeNs signaled_ns;
+  };
+  std::vector<KeptTime> kept_;
+  std::int64_t kept_head_ = 0;
 };
 
 class Stream final : public EventHandler {

@@ -81,7 +81,8 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   memory_ = std::make_unique<RankMemory>(shared.scenario->cluster.hardware.gpu.memory_bytes,
                                          shared.scenario->memory.allocator, streams, rank,
                                          shared.scenario->output.memory_timeline &&
-                                             shared.scenario->output.trace_ranks.contains(rank));
+                                             (shared.timeline_rank_mask.empty() ||
+                                              shared.timeline_rank_mask[static_cast<std::size_t>(rank)]));
 
 }
 
@@ -151,11 +152,11 @@ void RankProcess::forget_before_iteration(std::int32_t i) {
   // A batch controller still has to read this iteration's samples at the next reset_step.
   if (it.samples_wanted && !controller_->decides_per_fetch()) return;
   std::vector<RankIteration::Fetch>().swap(it.fetches);
-  // Every signalled event of this iteration and before goes: the world has read them all, so a
-  // rank keeps about one iteration of events however long the run (the ring stays small).
-  events_.forget_signalled_before(static_cast<std::size_t>(i) < iterations_.size()
-                                      ? iterations_[static_cast<std::size_t>(i)].first_event
-                                      : events_.next_id());
+  // The kept times of this iteration and before go: the world has read them all. (The events
+  // themselves went as they were signalled.)
+  events_.forget_kept_before(static_cast<std::size_t>(i) < iterations_.size()
+                                 ? iterations_[static_cast<std::size_t>(i)].first_event
+                                 : events_.next_id());
 }
 
 TimeNs RankProcess::noisy_host_ns(TimeNs host_ns) {
@@ -243,9 +244,19 @@ void RankProcess::launch_kernel(Stream& stream, TimeNs duration_ns, std::int32_t
 }
 
 std::int32_t RankProcess::record(Stream& stream, EventHandler* notify, std::int64_t notify_tag) {
+  return record_event(stream, notify, notify_tag, TimeKept::kNo);
+}
+
+std::int32_t RankProcess::record_kept(Stream& stream, EventHandler* notify, std::int64_t notify_tag) {
+  return record_event(stream, notify, notify_tag, TimeKept::kYes);
+}
+
+std::int32_t RankProcess::record_event(Stream& stream, EventHandler* notify, std::int64_t notify_tag, TimeKept kept) {
   const std::int32_t event = events_.create();
   events_.at(event).notify = notify;
   events_.at(event).notify_tag = notify_tag;
+  // Before the push: an idle stream signals (and forgets) the event at once.
+  if (kept == TimeKept::kYes) events_.keep_time(event);
   StreamOp op;
   op.kind = OpKind::kRecord;
   op.event = event;
@@ -315,7 +326,7 @@ void RankProcess::add_gathered_bytes(std::int64_t bytes) {
 
 void RankProcess::take_fetch_end_sample(Context& context) {
   if (!context.fetch) return;
-  context.fetch->end_event = record(compute_);
+  context.fetch->end_event = record_kept(compute_);
   context.fetch->host_end_ns = host_timer_now();
   context.fetch->peak_reserved_bytes = current_->peak_reserved_bytes;
   context.fetch = nullptr;
@@ -353,9 +364,9 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   current_->bucket_numel = coordinator_.prefetch_bucket_numel();
 
   co_await forward(0);
-  current_->forward_end_event = record(compute_);
+  current_->forward_end_event = record_kept(compute_);
   co_await backward(0);
-  current_->backward_compute_end_event = record(compute_);
+  current_->backward_compute_end_event = record_kept(compute_);
 
   // End of backward (independent_gradient_partition_epilogue): flush, then the host
   // synchronises the reduce stream (stage3.py).
@@ -364,13 +375,13 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   current_->reduce_sync_start_ns = engine_.now_ns();
   co_await host_sync(reduced);
   current_->reduce_scatter_done_ns = engine_.now_ns();
-  current_->backward_end_event = record(compute_);
+  current_->backward_end_event = record_kept(compute_);
 
   if (current_->optimizer_step) {
     Context optimizer_context;
     co_await execute(coordinator_.optimizer_step(), optimizer_context);
   }
-  current_->iteration_end_event = record(compute_, &iteration_done_, iteration_done_base_ + iteration);
+  current_->iteration_end_event = record_kept(compute_, &iteration_done_, iteration_done_base_ + iteration);
   fetches_per_iteration_ = current_->fetches.size();
   host_span(shared_.label_iteration, host_start);
 }
@@ -442,7 +453,7 @@ HostTask RankProcess::fetch_hook(int module, core::Phase phase) {
   const HostCostModel& host = shared_.compute->host();
   const TimeNs hook_start = engine_.now_ns();
   co_await spend(phase == core::Phase::kForward ? host.pre_forward_hook_ns() : host.pre_backward_hook_ns());
-  current_->fetches.push_back({static_cast<std::uint8_t>(phase), record(compute_), -1, host_timer_now(), 0});
+  current_->fetches.push_back({static_cast<std::uint8_t>(phase), record_kept(compute_), -1, host_timer_now(), 0});
   Context context{phase, module, &current_->fetches.back()};
   core::FetchPlan fetch = coordinator_.fetch_sub_module(module, phase);
   const core::FetchInfo& info = fetch.info;

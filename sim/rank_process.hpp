@@ -35,7 +35,7 @@ struct RankIteration {
   bool optimizer_step = false;
   core::TraceMode trace_mode = core::TraceMode::kInvalid;
   std::int64_t bucket_numel = 0;
-  // Device events on the compute stream marking the phases (signalled times read at the end).
+  // Device events on the compute stream marking the phases (kept signalled times, read at the end).
   std::int32_t forward_end_event = -1;
   std::int32_t backward_compute_end_event = -1;
   std::int32_t backward_end_event = -1;
@@ -121,6 +121,9 @@ struct SharedRankContext {
                label_trace_check = -1, label_host_copy = -1;
   std::int32_t kind_label[6] = {};  // on_demand, prefetch, persistent_regather, grad_bucket, trace_check, agreement
   AgreementBoard* agreement = nullptr;
+  // output.trace_ranks by simulated rank (a representative is kept when any rank it stands for
+  // is): the ranks that record a memory timeline. Empty = every rank.
+  std::vector<char> timeline_rank_mask;
 };
 
 class RankProcess final : public StreamObserver {
@@ -215,6 +218,11 @@ class RankProcess final : public StreamObserver {
   void launch_kernel(Stream& stream, TimeNs duration_ns, std::int32_t label);
   // Records an event on `stream`; `notify` (if any) is told when it is signalled.
   std::int32_t record(Stream& stream, EventHandler* notify = nullptr, std::int64_t notify_tag = 0);
+  // record() of an event whose signalled time the world reads after the event is forgotten
+  // (phase ends and fetch bounds: EventTable::keep_time).
+  std::int32_t record_kept(Stream& stream, EventHandler* notify = nullptr, std::int64_t notify_tag = 0);
+  enum class TimeKept { kNo, kYes };
+  std::int32_t record_event(Stream& stream, EventHandler* notify, std::int64_t notify_tag, TimeKept kept);
   void wait(Stream& stream, std::int32_t event, StallKind stall = StallKind::kNone);
   std::int64_t issue_collective(Stream& user_stream, const CollectiveCall& call, std::int32_t& done_event);
   void take_fetch_end_sample(Context& context);

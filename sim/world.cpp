@@ -69,6 +69,30 @@ std::vector<char> World::simulated_rank_mask(const std::vector<char>& world_mask
   return mask;
 }
 
+std::vector<int> World::rows_for(int rank, const std::vector<char>& world_mask) const {
+  if (!collapse_.collapsed()) return {rank};
+  std::vector<int> ranks;
+  for (int r = 0; r < collapse_.world_size; ++r) {
+    if (world_mask.empty() || world_mask[static_cast<std::size_t>(r)]) ranks.push_back(r);
+  }
+  return ranks;
+}
+
+void World::take_memory_timeline(RankProcess& rank, bool skip_empty) {
+  memory_points_.clear();  // reused: its capacity carries over to the next iteration
+  rank.take_memory_timeline(memory_points_);
+  const std::vector<int> rows = rows_for(rank.rank(), trace_rank_mask_);
+  const std::size_t count = memory_points_.size();
+  for (const int row_rank : rows) {
+    for (std::size_t i = 0; i < count; ++i) memory_points_[i].rank = row_rank;
+    if (sink_ && sink_->on_memory) {
+      if (count > 0 || !skip_empty) sink_->on_memory(memory_points_);
+    } else {
+      result_.metrics.memory.insert(result_.metrics.memory.end(), memory_points_.begin(), memory_points_.end());
+    }
+  }
+}
+
 // The data-parallel communicator runs one collective at a time, so "a collective is running on
 // this GPU" is exactly the span between these two calls, on every rank.
 bool World::computing_at_arrival(int rank) {
@@ -132,6 +156,9 @@ void World::build_shared_context() {
   shared_.persistent = core::persistent_params(model, scenario_.zero.param_persistence_threshold_numel,
                                                scenario_.zero.model_persistence_threshold_numel);
   shared_.grad_uses = core::gradient_uses(model);
+  if (!scenario_.output.trace_ranks.all()) {
+    shared_.timeline_rank_mask = simulated_rank_mask(scenario_.output.trace_ranks.mask(scenario_.cluster.world_size()));
+  }
   // Every rank runs an iteration at the same length: lengths come from one stream of the
   // scenario's seed, not from each rank's data. Real data-parallel ranks read different
   // batches, and DeepSpeed does not pad or bucket lengths across ranks per global batch; we
@@ -194,13 +221,7 @@ void World::finalize_ready_iterations() {
     const core::IterationRecord record = combine(finalized_, with_samples, samples, buckets);
     for (auto& rank : ranks_) {
       rank->forget_before_iteration(finalized_);
-      if (sink_ && sink_->on_memory) {
-        memory_points_.clear();  // reused: its capacity carries over to the next iteration
-        rank->take_memory_timeline(memory_points_);
-        sink_->on_memory(memory_points_);
-      } else {
-        rank->take_memory_timeline(result_.metrics.memory);
-      }
+      take_memory_timeline(*rank, false);
     }
     result_.metrics.iterations.push_back(record);
     // With a sink the rows are streamed out; keeping them too would grow without bound.
@@ -273,10 +294,17 @@ core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
       buckets.push_back({iteration, rank->rank(), it.bucket_numel});
     }
     if (with_samples && (!sink_ || sample_mask_.empty() || sample_mask_[static_cast<std::size_t>(rank->rank())])) {
-      // Moved, not copied: each sample owns its vector of extra column values.
       auto rank_samples = rank->samples_of(iteration);
-      samples.insert(samples.end(), std::make_move_iterator(rank_samples.begin()),
-                     std::make_move_iterator(rank_samples.end()));
+      const std::vector<int> rows = rows_for(rank->rank(), sink_ ? sink_->sample_rank_mask : std::vector<char>{});
+      for (std::size_t k = 0; k < rows.size(); ++k) {
+        for (auto& sample : rank_samples) sample.rank = rows[k];
+        if (k + 1 < rows.size()) {
+          samples.insert(samples.end(), rank_samples.begin(), rank_samples.end());
+        } else {  // the last set moved, not copied: each sample owns its vector of extra column values
+          samples.insert(samples.end(), std::make_move_iterator(rank_samples.begin()),
+                         std::make_move_iterator(rank_samples.end()));
+        }
+      }
     }
   }
   return record;
@@ -316,6 +344,8 @@ std::string World::describe_mismatch(const CollectiveMismatch& mismatch) const {
 WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* interrupt) {
   sink_ = &sink;
   sample_mask_ = simulated_rank_mask(sink.sample_rank_mask);
+  trace_rank_mask_ = scenario_.output.trace_ranks.all() ? std::vector<char>{}
+                                                        : scenario_.output.trace_ranks.mask(scenario_.cluster.world_size());
   result_ = WorldResult{};
   result_.ranks = collapse_;
   const auto& training = scenario_.training;
@@ -350,15 +380,7 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
   result_.events_processed = engine_.events_processed();
   // What the unfinished iteration recorded (an OOM, a hang, an interrupt) still goes out: the
   // memory timeline up to the stop is what explains it.
-  for (auto& rank : ranks_) {
-    if (sink_ && sink_->on_memory) {
-      memory_points_.clear();
-      rank->take_memory_timeline(memory_points_);
-      if (!memory_points_.empty()) sink_->on_memory(memory_points_);
-    } else {
-      rank->take_memory_timeline(result_.metrics.memory);
-    }
-  }
+  for (auto& rank : ranks_) take_memory_timeline(*rank, true);
   for (const auto& rank : ranks_) {
     const RankMemory& memory = rank->memory();
     result_.metrics.num_alloc_retries = std::max(

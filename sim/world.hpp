@@ -53,8 +53,9 @@ struct WorldResult {
 class World final : public EventHandler, public CollectiveListener {
  public:
   // kCollapseIdentical simulates one rank for all where the scenario proves them identical
-  // (rank_symmetry.hpp): every figure, iterations.csv and buckets.csv are those of the full
-  // simulation; samples, memory timeline and trace hold the representative.
+  // (rank_symmetry.hpp): every figure, iterations.csv, buckets.csv, samples and memory timeline
+  // are those of the full simulation (a representative's rows given for each rank it stands
+  // for); the trace holds the representative, named for the ranks it stands for.
   explicit World(const core::Scenario& scenario, bool record_trace = true,
                  RankSimulation rank_simulation = RankSimulation::kEveryRank);
   ~World();
@@ -92,6 +93,13 @@ class World final : public EventHandler, public CollectiveListener {
   std::string describe_mismatch(const CollectiveMismatch& mismatch) const;
   // A byte per rank of the job (output.trace_ranks) as one per simulated rank.
   std::vector<char> simulated_rank_mask(const std::vector<char>& world_mask) const;
+  // The ranks of the job that simulated rank `rank` gives rows for in samples.csv (with
+  // `world_mask`, the sink's or output.trace_ranks': empty = every rank) and memory.csv: itself,
+  // or, for a representative, each rank it stands for, so a collapsed run writes the rows of the
+  // full simulation.
+  std::vector<int> rows_for(int rank, const std::vector<char>& world_mask) const;
+  // `rank`'s memory timeline so far, to the sink or the result (a row set per rows_for rank).
+  void take_memory_timeline(RankProcess& rank, bool skip_empty);
 
   const core::Scenario& scenario_;
   RankCollapse collapse_;
@@ -115,6 +123,7 @@ class World final : public EventHandler, public CollectiveListener {
   std::int32_t finalized_ = 0;
   const IterationSink* sink_ = nullptr;
   std::vector<char> sample_mask_;  // the sink's sample_rank_mask, by simulated rank
+  std::vector<char> trace_rank_mask_;  // output.trace_ranks by rank of the job; empty = every rank
   std::vector<core::MemoryPoint> memory_points_;  // one rank's timeline on its way to the sink
   WorldResult result_;
 };

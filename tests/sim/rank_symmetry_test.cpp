@@ -49,7 +49,7 @@ std::vector<fs::path> bundled_scenarios() {
 
 // A run's row files and summary as the command writes them: the bytes compared.
 struct RunFiles {
-  std::string iterations, buckets, summary;
+  std::string iterations, buckets, summary, samples, memory;
 };
 
 RunFiles run_files(const pc::Scenario& scenario, ps::RankSimulation mode, const fs::path& dir) {
@@ -61,10 +61,18 @@ RunFiles run_files(const pc::Scenario& scenario, ps::RankSimulation mode, const 
     iterations.append(std::span<const pc::IterationRecord>(result.metrics.iterations));
     pc::BucketsCsv buckets(dir / "buckets.csv");
     buckets.append(std::span<const pc::BucketRecord>(result.metrics.buckets));
+    pc::SamplesCsv samples(dir / "samples.csv", {pc::kHostWaitColumn, pc::kHostIntervalColumn, pc::kPeakReservedColumn});
+    samples.append(std::span<const pc::TimingSample>(result.metrics.samples));
+  }
+  std::string memory;
+  for (const pc::MemoryPoint& point : result.metrics.memory) {
+    memory += std::to_string(point.time_ns) + ',' + std::to_string(point.rank) + ',' +
+              std::to_string(point.allocated_bytes) + ',' + std::to_string(point.reserved_bytes) + '\n';
   }
   const auto stats = pc::summarize(result.metrics, static_cast<int>(scenario.training.warmup_iterations));
   return {read_file(dir / "iterations.csv"), read_file(dir / "buckets.csv"),
-          pc::summary_to_json(stats, result.status, pc::scenario_to_json(scenario), result.message).dump(1)};
+          pc::summary_to_json(stats, result.status, pc::scenario_to_json(scenario), result.message).dump(1),
+          read_file(dir / "samples.csv"), std::move(memory)};
 }
 
 }  // namespace
@@ -115,6 +123,9 @@ TEST(RankSymmetry, CollapsedRunsEqualTheFullSimulationOnEveryBundledScenarioThat
       EXPECT_EQ(collapsed.iterations, full.iterations) << where;
       EXPECT_EQ(collapsed.buckets, full.buckets) << where;
       EXPECT_EQ(collapsed.summary, full.summary) << where;
+      // The representative's samples and memory timeline, once for each rank it stands for.
+      EXPECT_EQ(collapsed.samples, full.samples) << where;
+      EXPECT_EQ(collapsed.memory, full.memory) << where;
       // A bucket row per rank of the job, not per simulated rank.
       const auto rows = [](const std::string& text) { return std::count(text.begin(), text.end(), '\n') - 1; };
       EXPECT_EQ(rows(collapsed.buckets), rows(collapsed.iterations) * world) << where;
@@ -190,17 +201,27 @@ TEST(RankSymmetry, TheRunMarksTheCollapseAndLabelsTheRepresentative) {
   summary_f.erase("every_rank_simulated_because");
   summary_c.erase("ranks_simulated");
   EXPECT_EQ(summary_c, summary_f);
-  // The timelines: rank 0 only, named for all eight in the trace.
-  const std::string samples = read_file(dir.path() / "c" / "samples.csv");
-  EXPECT_NE(samples.find("\n1,0,"), std::string::npos) << samples.substr(0, 300);
-  EXPECT_EQ(samples.find("\n1,1,"), std::string::npos) << samples.substr(0, 300);
-  EXPECT_NE(read_file(dir.path() / "f" / "samples.csv").find("\n1,7,"), std::string::npos);
+  // samples.csv and memory.csv: the representative's rows for each rank it stands for, the
+  // full simulation's bytes; the trace holds rank 0, named for all eight.
+  for (const char* file : {"samples.csv", "memory.csv"}) {
+    EXPECT_EQ(read_file(dir.path() / "c" / file), read_file(dir.path() / "f" / file)) << file;
+  }
+  EXPECT_NE(read_file(dir.path() / "c" / "samples.csv").find("\n1,7,"), std::string::npos);
   const std::string trace = read_file(dir.path() / "c" / "trace.json");
   EXPECT_NE(trace.find("rank 0 (stands for ranks 0-7: identical ranks simulated once)"), std::string::npos);
-  // Asking for rank 5's timelines keeps the representative, which stands for it.
+  // Asking for rank 5's timelines: the representative is simulated with its timelines, and
+  // its rows are rank 5's.
   const auto rank5 = run_cli("run " + scenario + common + (dir.path() / "r5").string() + " --set output.trace_ranks=[5]");
   ASSERT_EQ(rank5.exit_code, 0) << rank5.output;
-  EXPECT_NE(read_file(dir.path() / "r5" / "samples.csv").find("\n1,0,"), std::string::npos);
+  const auto rank5_full = run_cli("run " + scenario + common + (dir.path() / "r5f").string() +
+                                  " --set output.trace_ranks=[5] --every-rank");
+  ASSERT_EQ(rank5_full.exit_code, 0) << rank5_full.output;
+  for (const char* file : {"samples.csv", "memory.csv"}) {
+    const std::string rows = read_file(dir.path() / "r5" / file);
+    EXPECT_EQ(rows, read_file(dir.path() / "r5f" / file)) << file;
+    EXPECT_EQ(rows.find("\n1,0,"), std::string::npos) << file;
+  }
+  EXPECT_NE(read_file(dir.path() / "r5" / "samples.csv").find("\n1,5,"), std::string::npos);
   // Per-rank kineto traces need every rank.
   const auto kineto = run_cli("run " + scenario + common + (dir.path() / "k").string() + " --kineto-trace " +
                               (dir.path() / "kineto").string());
