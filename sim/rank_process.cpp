@@ -86,12 +86,6 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
 
 }
 
-RankProcess::HandleMemory& RankProcess::handle_memory(std::int64_t handle_id) {
-  const auto index = static_cast<std::size_t>(handle_id);
-  if (handle_memory_.size() <= index) handle_memory_.resize(index + 1);
-  return handle_memory_[index];
-}
-
 std::optional<core::BlockHandle> RankProcess::allocate(std::int64_t bytes, const Stream& stream, int module,
                                                        const char* what, core::MemoryUse use) {
   auto block = memory_->allocate(bytes, stream.kind() == StreamKind::kCompute ? StreamKind::kCompute : stream.kind(),
@@ -685,7 +679,7 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         round = true;
         issue_ns = host.fetch_gather_round_ns();
       }
-      auto& memory = handle_memory(gather->handle_id);
+      auto& memory = handle_memory_[gather->handle_id];
       const bool new_call = !memory.alive;
       memory.alive = true;
       memory.params.insert(memory.params.end(), gather->param_ids.begin(), gather->param_ids.end());
@@ -734,9 +728,7 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       if (shared_.trace->records_rank(rank_)) call.param_ids = gather->param_ids;
       std::int32_t done = -1;
       issue_collective(*all_gather_, call, done);
-      const auto gather_index = static_cast<std::size_t>(gather->gather_id);
-      if (gather_done_event_.size() <= gather_index) gather_done_event_.resize(gather_index + 1, -1);
-      gather_done_event_[gather_index] = done;
+      gather_done_event_[gather->gather_id] = done;
     } else if (const auto* w = std::get_if<core::Wait>(&action)) {
       if (w->context == core::WaitContext::kFetch) {
         // The wait loop's host work for this in-flight parameter (the wait's blocking apart).
@@ -749,16 +741,17 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       }
       // Fetch waits run under the all-gather stream; drains on the current (compute) stream.
       Stream& stream = w->context == core::WaitContext::kDrain ? compute_ : *all_gather_;
-      HandleMemory& handle = handle_memory(w->handle_id);
+      HandleMemory finished_handle;  // what a dropped (finished) handle reads as: nothing alive
+      HandleMemory& handle = handle_memory_.dropped(w->handle_id) ? finished_handle : handle_memory_[w->handle_id];
       if (w->first_on_handle && handle.alive && handle.collective) {
         std::int32_t last_done = -1;
         for (const std::int64_t id : w->gather_ids) {
-          const auto index = static_cast<std::size_t>(id);
-          if (index >= gather_done_event_.size() || gather_done_event_[index] < 0) continue;
-          wait(stream, gather_done_event_[index]);
-          last_done = gather_done_event_[index];
-          gather_done_event_[index] = -1;
+          if (gather_done_event_.dropped(id) || gather_done_event_[id] < 0) continue;
+          wait(stream, gather_done_event_[id]);
+          last_done = gather_done_event_[id];
+          gather_done_event_[id] = -1;
         }
+        gather_done_event_.drop_finished([](std::int32_t event) { return event < 0; });
         // Materialising a coalesced handle copies each parameter out of the flat buffer (≈2x the
         // bucket until the flat buffer goes, partition_parameters.py); a single parameter is a view
         // of its buffer.
@@ -792,6 +785,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         if (handle.params.size() > 1) gathered_bytes_ -= handle.flat_bytes;
         if (handle.flat_block) memory_->free(*handle.flat_block, engine_.now_ns());
         handle = HandleMemory{};
+        handle_memory_.drop_finished(
+            [](const HandleMemory& h) { return !h.alive && !h.flat_block && h.params.empty(); });
       }
     } else if (const auto* release = std::get_if<core::Release>(&action)) {
       for (const int p : release->param_ids) {

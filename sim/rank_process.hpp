@@ -20,6 +20,7 @@
 #include "sim/compute_model.hpp"
 #include "sim/device_stream.hpp"
 #include "sim/host_task.hpp"
+#include "sim/id_window.hpp"
 #include "sim/label_table.hpp"
 #include "sim/length_costs.hpp"
 #include "sim/rank_memory.hpp"
@@ -170,7 +171,6 @@ class RankProcess final : public StreamObserver {
     bool collective = false;
     bool alive = false;
   };
-  HandleMemory& handle_memory(std::int64_t handle_id);
 
   HostTask run_iteration(std::int32_t iteration);
   HostTask fetch_hook(int module, core::Phase phase);
@@ -256,8 +256,8 @@ class RankProcess final : public StreamObserver {
   std::size_t fetches_per_iteration_ = 0;  // the last iteration's fetch count (a capacity hint)
   // Indexed by the coordinator's gather and handle ids (dense, increasing): no tree lookups on
   // the hot path. -1 / !alive marks ids that are done with.
-  std::vector<std::int32_t> gather_done_event_;  // gather_id -> NCCL done event
-  std::vector<HandleMemory> handle_memory_;      // handle_id -> gathered memory
+  IdWindow<std::int32_t> gather_done_event_{-1};  // gather_id -> NCCL done event (-1: waited for)
+  IdWindow<HandleMemory> handle_memory_;          // handle_id -> gathered memory
   std::vector<std::int64_t> param_resident_bytes_;          // gathered bytes held per param
   std::deque<std::int32_t> ongoing_fetch_events_;           // DeepSpeed __ongoing_fetch_events
   std::deque<std::int32_t> reduce_events_;                  // stage3 param reduce events
