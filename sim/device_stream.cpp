@@ -45,19 +45,22 @@ void EventTable::keep_time(std::int32_t id) {
   kept_.push_back({id, -1});
 }
 
+std::vector<EventTable::KeptTime>::const_iterator EventTable::first_kept_from(std::int32_t id) const {
+  return std::lower_bound(kept_.begin(), kept_.end(), id,
+                          [](const KeptTime& k, std::int32_t wanted) { return k.id < wanted; });
+}
+
 TimeNs EventTable::signaled_ns(std::int32_t id) const {
   if (id >= base_) return slots_[index(id)].signaled_ns;
   // Forgotten: a kept time, read by the world in id order once per iteration.
-  const auto it = std::lower_bound(kept_.begin(), kept_.end(), id,
-                                   [](const KeptTime& k, std::int32_t wanted) { return k.id < wanted; });
+  const auto it = first_kept_from(id);
   if (it == kept_.end() || it->id != id) throw_forgotten(id);
   return it->signaled_ns;
 }
 
 void EventTable::forget_kept_before(std::int32_t id) {
-  const auto end = std::lower_bound(kept_.begin(), kept_.end(), id,
-                                    [](const KeptTime& k, std::int32_t wanted) { return k.id < wanted; });
-  kept_head_ += end - kept_.begin();
+  const auto end = first_kept_from(id);
+  kept_head_ += end - kept_.cbegin();
   kept_.erase(kept_.begin(), end);  // an iteration's worth, once per iteration
 }
 
@@ -72,8 +75,8 @@ void EventTable::throw_forgotten(std::int32_t id) {
   throw std::logic_error("device event " + std::to_string(id) + " was already forgotten");
 }
 
-void EventTable::forget_signalled_before(std::int32_t id) {
-  while (base_ < id && count_ > 0 && slots_[head_].signaled_ns >= 0) {
+void EventTable::forget_signalled() {
+  while (count_ > 0 && slots_[head_].signaled_ns >= 0) {
     head_ = (head_ + 1) & (slots_.size() - 1);
     --count_;
     ++base_;
@@ -97,7 +100,7 @@ void EventTable::signal(std::int32_t id) {
   // Nothing reads a signalled event but through signaled() (true once forgotten) or a kept
   // time, so the ring forgets from its oldest event on as soon as it can: it holds the events
   // in flight, not an iteration of them (32k per rank for Llama-2-70B).
-  if (id == base_) forget_signalled_before(next_id());
+  if (id == base_) forget_signalled();
 }
 
 std::uint8_t EventTable::add_stream(Stream* stream) {

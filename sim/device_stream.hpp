@@ -87,8 +87,6 @@ class EventTable {
   // Drops kept times of events with id < `id`.
   void forget_kept_before(std::int32_t id);
   void signal(std::int32_t id);
-  // Drops events with id < `id` up to the first one not yet signalled.
-  void forget_signalled_before(std::int32_t id);
   std::size_t live_events() const { return count_; }
 
   // `co_await events.host_wait(id)`: the host thread blocks until the event is signalled.
@@ -111,6 +109,8 @@ class EventTable {
   }
   [[noreturn]] static void throw_forgotten(std::int32_t id);
   void set_waiting_host(std::int32_t id, std::coroutine_handle<> host);
+  // Drops events from the oldest up to the first one not yet signalled.
+  void forget_signalled();
   void grow();
   std::vector<Stream*> streams_;  // by index (add_stream)
   // A ring of live events (power-of-two size): the oldest, id base_, at slots_[head_]. Slots
@@ -130,6 +130,7 @@ class EventTable {
   };
   std::vector<KeptTime> kept_;
   std::int64_t kept_head_ = 0;
+  std::vector<KeptTime>::const_iterator first_kept_from(std::int32_t id) const;  // lower bound by id
 };
 
 class Stream final : public EventHandler {

@@ -20,6 +20,9 @@ World::World(const core::Scenario& scenario, bool record_trace, RankSimulation r
       cost_model_(make_collective_cost_model(scenario.cluster.hardware, scenario.cluster.calibration)),
       compute_(std::make_unique<ComputeModel>(scenario.cluster.hardware, scenario.cluster.calibration,
                                               scenario.training.dtype)) {
+  if (!scenario_.output.trace_ranks.all()) {
+    trace_rank_mask_ = scenario_.output.trace_ranks.mask(scenario_.cluster.world_size());
+  }
   build_shared_context();
   limit_trace();
   const int world_size = collapse_.world_size;
@@ -140,8 +143,7 @@ void World::limit_trace() {
       output.timeline_budget_bytes > 0
           ? std::max<std::size_t>(1, static_cast<std::size_t>(output.timeline_budget_bytes) / kTraceBytesPerSpanEstimate)
           : 0;
-  trace_.limit(output.trace_ranks.all() ? std::vector<char>{}
-                                        : simulated_rank_mask(output.trace_ranks.mask(scenario_.cluster.world_size())),
+  trace_.limit(simulated_rank_mask(trace_rank_mask_),
                output.trace_iterations.all() ? std::vector<char>{}
                                              : output.trace_iterations.mask(scenario_.training.iterations + 1),
                max_spans);
@@ -156,9 +158,7 @@ void World::build_shared_context() {
   shared_.persistent = core::persistent_params(model, scenario_.zero.param_persistence_threshold_numel,
                                                scenario_.zero.model_persistence_threshold_numel);
   shared_.grad_uses = core::gradient_uses(model);
-  if (!scenario_.output.trace_ranks.all()) {
-    shared_.timeline_rank_mask = simulated_rank_mask(scenario_.output.trace_ranks.mask(scenario_.cluster.world_size()));
-  }
+  shared_.timeline_rank_mask = simulated_rank_mask(trace_rank_mask_);
   // Every rank runs an iteration at the same length: lengths come from one stream of the
   // scenario's seed, not from each rank's data. Real data-parallel ranks read different
   // batches, and DeepSpeed does not pad or bucket lengths across ranks per global batch; we
@@ -344,8 +344,6 @@ std::string World::describe_mismatch(const CollectiveMismatch& mismatch) const {
 WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* interrupt) {
   sink_ = &sink;
   sample_mask_ = simulated_rank_mask(sink.sample_rank_mask);
-  trace_rank_mask_ = scenario_.output.trace_ranks.all() ? std::vector<char>{}
-                                                        : scenario_.output.trace_ranks.mask(scenario_.cluster.world_size());
   result_ = WorldResult{};
   result_.ranks = collapse_;
   const auto& training = scenario_.training;

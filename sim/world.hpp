@@ -123,7 +123,9 @@ class World final : public EventHandler, public CollectiveListener {
   std::int32_t finalized_ = 0;
   const IterationSink* sink_ = nullptr;
   std::vector<char> sample_mask_;  // the sink's sample_rank_mask, by simulated rank
-  std::vector<char> trace_rank_mask_;  // output.trace_ranks by rank of the job; empty = every rank
+  // output.trace_ranks by rank of the job (empty = every rank): trace, memory timelines and the
+  // ranks a representative's memory rows are written for.
+  std::vector<char> trace_rank_mask_;
   std::vector<core::MemoryPoint> memory_points_;  // one rank's timeline on its way to the sink
   WorldResult result_;
 };
