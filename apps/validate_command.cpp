@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "process_job.hpp"
 #include "metric_text.hpp"
 #include "real_kineto_trace.hpp"
 #include "real_trace.hpp"
@@ -41,6 +42,7 @@ struct ValidateOptions {
   std::string output_dir;
   int repeats = 3;
   std::vector<std::string> overrides;
+  LauncherOptions launcher;
 };
 
 // One compared metric: its steady value from a run's summary and per iteration.
@@ -123,8 +125,19 @@ int validate(const ValidateOptions& o) {
                                "), which is simulated only; the real backend runs one length",
                            "a fixed seq_len (or {packed: N}) for validate --backend");
   }
+  // --launcher env: this process is one rank; rank 0 gathers every rank's records and writes
+  // the report, the others only run.
+  std::vector<std::string> identity{"--backend=" + o.backend, "--repeats=" + std::to_string(o.repeats), "--hardware=" + o.hardware};
+  for (const auto& s : o.overrides) identity.push_back("--set=" + s);
+  const std::unique_ptr<gpu::ProcessLink> link = join_process_job(o.launcher, "validate", o.scenario, identity);
+  if (link && link->world_size() != scenario.cluster.world_size()) {
+    throw core::InputError({o.scenario, 0}, "cluster", "has " + std::to_string(scenario.cluster.world_size()) + " ranks but the launcher started " +
+                               std::to_string(link->world_size()) + " (" + link->launch().launcher + ")",
+                           "as many processes as the scenario's ranks (nodes x gpus_per_node)");
+  }
+  const bool writes_report = !link || link->rank() == 0;
   const std::filesystem::path dir = o.output_dir.empty() ? scenario.output.dir / "validate" : std::filesystem::path(o.output_dir);
-  std::filesystem::create_directories(dir);
+  if (writes_report) std::filesystem::create_directories(dir);
   const int warmup = static_cast<int>(scenario.training.warmup_iterations);
 
   // Real side: `repeats` independent runs (a fresh device group each), so the spread of the
@@ -133,6 +146,8 @@ int validate(const ValidateOptions& o) {
   group_options.world_size = static_cast<int>(scenario.cluster.world_size());
   group_options.capacity_bytes = static_cast<std::uint64_t>(scenario.cluster.hardware.gpu.memory_bytes);
   group_options.allocator = scenario.memory.allocator;
+  group_options.process = link.get();
+  if (link) group_options.collective_timeout = o.launcher.rank_timeout();
   std::vector<gpu::ExecutorResult> runs;
   std::vector<core::SummaryStats> real_stats;
   std::int64_t workspace_bytes = 0;  // the executor's harness buffers (gpu::ExecutorGeometry)
@@ -152,17 +167,23 @@ int validate(const ValidateOptions& o) {
     workspace_bytes = executor->geometry().workspace_bytes;
     runs.push_back(executor->run());
     if (runs.back().status != core::RunStatus::kOk) {
-      std::cerr << "error: the " << o.backend << " run " << rep + 1 << " of " << scenario.name << " ended "
-                << core::run_status_name(runs.back().status) << ": " << runs.back().message << "\n";
+      std::cerr << "error: " << (link ? "rank " + std::to_string(link->rank()) + ": " : std::string()) << "the " << o.backend
+                << " run " << rep + 1 << " of " << scenario.name << " ended " << core::run_status_name(runs.back().status)
+                << ": " << runs.back().message << "\n";
       // The iterations every rank finished keep their rows, as a failed simulated run's do.
-      if (!runs.back().metrics.iterations.empty()) {
+      if (runs.back().has_records && !runs.back().metrics.iterations.empty()) {
         write_real_rows(dir, runs.back());
         std::cerr << "the " << runs.back().metrics.iterations.size() << " finished iteration(s) are in "
                   << (dir / "iterations.csv").string() << ", samples.csv and buckets.csv\n";
       }
       return core::run_status_exit_code(runs.back().status);
     }
-    real_stats.push_back(core::summarize(runs.back().metrics, warmup));
+    if (runs.back().has_records) real_stats.push_back(core::summarize(runs.back().metrics, warmup));
+  }
+  if (!writes_report) {
+    std::cout << "rank " << link->rank() << " of " << link->world_size() << ": " << runs.size()
+              << " run(s) done; rank 0 writes the report\n";
+    return kExitOk;
   }
   // The run whose steady step time is the median stands for the real side per iteration.
   std::vector<std::size_t> order(runs.size());
@@ -288,6 +309,7 @@ CLI::App* add_validate_command(CLI::App& app, int* exit_code) {
   c->add_option("-o,--output", o->output_dir, "output folder (default: <scenario output.dir>/validate)");
   c->add_option("--repeats", o->repeats, "real runs, for the measurement's spread (default 3)")->check(CLI::Range(1, 100));
   c->add_option("--set", o->overrides, "override a scenario key: key.path=value");
+  add_launcher_options(c, o->launcher);
   c->callback([o, exit_code] { *exit_code = run_guarded([&] { return validate(*o); }); });
   return c;
 }

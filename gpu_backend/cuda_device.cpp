@@ -5,7 +5,9 @@
 #include <nccl.h>
 
 #include <cmath>
+#include <cstring>
 #include <deque>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -21,6 +23,7 @@
 #include "gpu_backend/fused_kernel_checks.hpp"
 #include "gpu_backend/gemm_plan.hpp"
 #include "gpu_backend/launch_config.hpp"
+#include "gpu_backend/process_link.hpp"
 
 namespace prefetchlab::gpu {
 namespace {
@@ -99,7 +102,8 @@ class CudaDeviceGroup;
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(int rank, CudaDeviceGroup& group, const CublasLibrary& cublas, ncclComm_t comm,
+  // `gpu`: the CUDA device index (the rank in one process, LOCAL_RANK between processes).
+  CudaDevice(int rank, int gpu, CudaDeviceGroup& group, const CublasLibrary& cublas, ncclComm_t comm,
              const CudaDeviceOptions& options);
   ~CudaDevice() override;
 
@@ -337,7 +341,7 @@ class CudaDevice final : public Device {
 
  private:
   FailureState& failure();
-  void bind() { check(cudaSetDevice(rank_), "cudaSetDevice"); }
+  void bind() { check(cudaSetDevice(gpu_), "cudaSetDevice"); }
   cudaStream_t get(StreamId s) {
     if (s >= streams_.size()) throw std::out_of_range("no stream " + std::to_string(s) + " on rank " + std::to_string(rank_));
     return streams_[s];
@@ -364,6 +368,7 @@ class CudaDevice final : public Device {
   void block_until(cudaEvent_t event, const std::string& what);
 
   int rank_;
+  int gpu_;
   CudaDeviceGroup& group_;
   ncclComm_t comm_;
   const CublasLibrary& cublas_library_;
@@ -382,18 +387,49 @@ class CudaDevice final : public Device {
 
 class CudaDeviceGroup final : public DeviceGroup {
  public:
-  explicit CudaDeviceGroup(const CudaDeviceOptions& options) {
+  explicit CudaDeviceGroup(const CudaDeviceOptions& options)
+      : world_size_(options.process ? options.process->world_size() : options.world_size), process_(options.process) {
+    if (process_) {
+      // One rank per process: rank 0 makes NCCL's unique id and the store hands it to the others
+      // (NCCL documentation, "Creating a communicator with options": ncclGetUniqueId on one rank,
+      // broadcast out of band, ncclCommInitRank on every rank).
+      ncclUniqueId id{};
+      if (process_->rank() == 0) {
+        check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+        process_->put("nccl_unique_id", std::as_bytes(std::span(&id, 1)));
+      } else {
+        const std::vector<std::byte> bytes = process_->get("nccl_unique_id");
+        if (bytes.size() != sizeof id) throw std::runtime_error("rank 0's NCCL unique id has the wrong size");
+        std::memcpy(&id, bytes.data(), sizeof id);
+      }
+      first_local_rank_ = process_->rank();
+      const int gpu = process_->launch().local_rank;
+      check(cudaSetDevice(gpu), "cudaSetDevice");
+      comms_.resize(1);
+      check(ncclCommInitRank(&comms_[0], world_size_, id, first_local_rank_), "ncclCommInitRank");
+      devices_.push_back(std::make_unique<CudaDevice>(first_local_rank_, gpu, *this, cublas_, comms_[0], options));
+      // A failure here reaches the other processes; one there reaches this group through the link.
+      failure_.on_first_failure([this](const RankFailure& failure) {
+        process_->abort(failure);
+        abort_comms();
+      });
+      process_->set_failure_sink(&failure_);
+      return;
+    }
     comms_.resize(static_cast<std::size_t>(options.world_size));
     std::vector<int> devices;
     for (int r = 0; r < options.world_size; ++r) devices.push_back(r);
     check(ncclCommInitAll(comms_.data(), options.world_size, devices.data()), "ncclCommInitAll");
     for (int r = 0; r < options.world_size; ++r) {
       devices_.push_back(
-          std::make_unique<CudaDevice>(r, *this, cublas_, comms_[static_cast<std::size_t>(r)], options));
+          std::make_unique<CudaDevice>(r, r, *this, cublas_, comms_[static_cast<std::size_t>(r)], options));
     }
+    failure_.on_first_failure([this](const RankFailure&) { abort_comms(); });
   }
   ~CudaDeviceGroup() override {
+    if (process_) process_->set_failure_sink(nullptr);
     devices_.clear();
+    if (aborted_) return;
     for (ncclComm_t c : comms_) {
       if (failure_.failed()) {
         ncclCommAbort(c);
@@ -402,25 +438,35 @@ class CudaDeviceGroup final : public DeviceGroup {
       }
     }
   }
-  int world_size() const override { return static_cast<int>(devices_.size()); }
-  Device& device(int rank) override { return *devices_.at(static_cast<std::size_t>(rank)); }
-  void abort(const RankFailure& failure) override {
-    // Only the first failure aborts the communicators: that frees ranks blocked in NCCL.
-    if (failure_.abort(failure)) {
-      for (ncclComm_t c : comms_) ncclCommAbort(c);
-      aborted_ = true;
-    }
+  int world_size() const override { return world_size_; }
+  std::vector<int> local_ranks() const override {
+    std::vector<int> ranks;
+    for (std::size_t i = 0; i < devices_.size(); ++i) ranks.push_back(first_local_rank_ + static_cast<int>(i));
+    return ranks;
   }
+  ProcessLink* process_link() const override { return process_; }
+  Device& device(int rank) override { return *devices_.at(static_cast<std::size_t>(rank - first_local_rank_)); }
+  // Only the first failure aborts the communicators (the failure state's listener): that frees
+  // ranks blocked in NCCL.
+  void abort(const RankFailure& failure) override { failure_.abort(failure); }
   std::optional<RankFailure> failure() const override { return failure_.failure(); }
   FailureState& failure_state() { return failure_; }
   ncclResult_t async_error(int rank) {
     ncclResult_t r = ncclSuccess;
-    if (!aborted_) ncclCommGetAsyncError(comms_[static_cast<std::size_t>(rank)], &r);
+    if (!aborted_) ncclCommGetAsyncError(comms_[static_cast<std::size_t>(rank - first_local_rank_)], &r);
     return r;
   }
 
  private:
+  void abort_comms() {
+    if (aborted_.exchange(true)) return;
+    for (ncclComm_t c : comms_) ncclCommAbort(c);
+  }
+
   CublasLibrary cublas_;  // opened before any device, closed after the last
+  int world_size_;
+  ProcessLink* process_;
+  int first_local_rank_ = 0;
   FailureState failure_;
   std::vector<ncclComm_t> comms_;
   std::vector<std::unique_ptr<CudaDevice>> devices_;
@@ -434,9 +480,9 @@ std::uint64_t total_memory(int device) {
   return total_bytes;
 }
 
-CudaDevice::CudaDevice(int rank, CudaDeviceGroup& group, const CublasLibrary& cublas, ncclComm_t comm,
+CudaDevice::CudaDevice(int rank, int gpu, CudaDeviceGroup& group, const CublasLibrary& cublas, ncclComm_t comm,
                        const CudaDeviceOptions& options)
-    : rank_(rank), group_(group), comm_(comm), cublas_library_(cublas), timeout_(options.collective_timeout), memory_(total_memory(rank)),
+    : rank_(rank), gpu_(gpu), group_(group), comm_(comm), cublas_library_(cublas), timeout_(options.collective_timeout), memory_(total_memory(gpu)),
       allocator_(memory_, options.allocator) {
   if (options.allocator.expandable_segments) {
     throw std::invalid_argument("the CUDA device does not support expandable_segments yet");
@@ -446,15 +492,15 @@ CudaDevice::CudaDevice(int rank, CudaDeviceGroup& group, const CublasLibrary& cu
   // cuBLAS's recommended workspace: 32 MiB on Hopper, 4 MiB before (cuBLAS API reference,
   // cublasSetWorkspace; PyTorch sizes its own so since pytorch/pytorch#120925).
   int major = 0;
-  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, rank_), "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, gpu_), "cudaDeviceGetAttribute");
   const std::size_t workspace_bytes = major >= 9 ? (32u << 20) : (4u << 20);
   check(cudaMalloc(&cublas_workspace_, workspace_bytes), "cudaMalloc (cuBLAS workspace)");
   check(cublas_library_.set_workspace(cublas_, cublas_workspace_, workspace_bytes), "cublasSetWorkspace");
-  check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, rank_), "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, gpu_), "cudaDeviceGetAttribute");
 }
 
 CudaDevice::~CudaDevice() {
-  (void)cudaSetDevice(rank_);
+  (void)cudaSetDevice(gpu_);
   if (!group_.failure_state().failed()) (void)cudaDeviceSynchronize();
   allocator_.mark_streams_synchronized();
   allocator_.empty_cache();
@@ -505,6 +551,14 @@ int cuda_device_count() {
 
 std::unique_ptr<DeviceGroup> make_cuda_device_group(const CudaDeviceOptions& options) {
   const int available = cuda_device_count();
+  if (options.process) {
+    const int gpu = options.process->launch().local_rank;
+    if (gpu >= available) {
+      throw BackendUnavailable("--backend cuda --launcher env: LOCAL_RANK " + std::to_string(gpu) + " needs GPU " + std::to_string(gpu) +
+                               ", but cudaGetDeviceCount reports " + std::to_string(available) + " on this node");
+    }
+    return std::make_unique<CudaDeviceGroup>(options);
+  }
   if (available < options.world_size) {
     throw BackendUnavailable("--backend cuda: " + std::to_string(options.world_size) + " rank(s) need as many GPUs, but cudaGetDeviceCount reports " +
                              std::to_string(available) + (available == 0 ? " (no GPU or no driver)" : ""));

@@ -30,6 +30,7 @@ std::unique_ptr<DeviceGroup> make_device_group(Backend backend, const DeviceGrou
     host.capacity_bytes = options.capacity_bytes;
     host.allocator = options.allocator;
     host.collective_timeout = options.collective_timeout;
+    host.process = options.process;
     return std::make_unique<HostDeviceGroup>(host);
   }
 #ifdef PREFETCHLAB_HAVE_CUDA
@@ -37,6 +38,7 @@ std::unique_ptr<DeviceGroup> make_device_group(Backend backend, const DeviceGrou
   cuda.world_size = options.world_size;
   cuda.allocator = options.allocator;
   cuda.collective_timeout = options.collective_timeout;
+  cuda.process = options.process;
   return make_cuda_device_group(cuda);
 #else
   throw BackendUnavailable(

@@ -28,6 +28,9 @@ struct DeviceGroupOptions {
   std::uint64_t capacity_bytes = 80ULL << 30;  // the modelled GPU's memory (host device only)
   core::AllocatorOptions allocator;
   std::chrono::milliseconds collective_timeout{60'000};
+  // Set: the ranks are processes (`--launcher env`); the group holds this process's rank only
+  // and world_size is the link's.
+  ProcessLink* process = nullptr;
 };
 
 // The backend cannot run here: not built, no GPU, or fewer GPUs than ranks. The message says

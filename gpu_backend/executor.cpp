@@ -5,7 +5,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "gpu_backend/process_link.hpp"
 #include "gpu_backend/rank_executor.hpp"
+#include "gpu_backend/rank_records.hpp"
 #include "gpu_backend/seeded_data.hpp"
 
 namespace prefetchlab::gpu {
@@ -93,56 +95,100 @@ void append_timeline(RankExecutor& rank, const RankIteration& it, std::vector<Ti
   for (const auto& [from, to] : it.optimizer_spans) add(Kind::kOptimizer, from, to, -1, core::Phase::kBackward);
 }
 
-// The Metrics aggregation rule (core/metrics/metrics.hpp): the maximum over ranks.
-core::IterationRecord combine(std::vector<std::unique_ptr<RankExecutor>>& ranks, std::size_t index) {
-  core::IterationRecord record;
-  bool first = true;
-  for (auto& rank : ranks) {
-    const RankIteration& it = rank->iterations()[index];
-    auto t = [&](EventId e) { return rank->event_ns(e); };
-    auto sum_spans = [&](const std::vector<std::pair<EventId, EventId>>& spans) {
-      std::int64_t total = 0;
-      for (const auto& [a, b] : spans) total += t(b) - t(a);
-      return total;
-    };
-    std::int64_t compute_ns = 0;
-    for (const auto& span : it.compute_spans) compute_ns += t(span.to) - t(span.from);
-    std::int64_t stall[2] = {0, 0};
-    for (const auto& fetch : it.fetches) stall[static_cast<int>(fetch.phase)] += t(fetch.end_event) - t(fetch.start_event);
-    const std::int64_t start = t(it.start_event);
-    const std::int64_t forward_end = t(it.forward_end_event);
-    const std::int64_t backward_compute_end = t(it.backward_compute_end_event);
-    const std::int64_t backward_end = t(it.backward_end_event);
-    const std::int64_t end = t(it.iteration_end_event);
-    // Exposed communication: compute waiting for parameters, the reduce-scatter tail the
-    // end-of-backward synchronisation waits for, and host blocks on collectives.
-    const std::int64_t exposed = stall[0] + stall[1] + std::max<std::int64_t>(0, backward_end - backward_compute_end) +
-                                 it.host_comm_blocked_ns;
+// One rank's times for an iteration: the fold's input (core/metrics/metrics.hpp).
+core::RankIterationTimes times_of(RankExecutor& rank, const RankIteration& it) {
+  auto t = [&](EventId e) { return rank.event_ns(e); };
+  auto sum_spans = [&](const std::vector<std::pair<EventId, EventId>>& spans) {
+    std::int64_t total = 0;
+    for (const auto& [a, b] : spans) total += t(b) - t(a);
+    return total;
+  };
+  std::int64_t compute_ns = 0;
+  for (const auto& span : it.compute_spans) compute_ns += t(span.to) - t(span.from);
+  std::int64_t stall[2] = {0, 0};
+  for (const auto& fetch : it.fetches) stall[static_cast<int>(fetch.phase)] += t(fetch.end_event) - t(fetch.start_event);
+  const std::int64_t backward_compute_end = t(it.backward_compute_end_event);
+  const std::int64_t backward_end = t(it.backward_end_event);
+  // Exposed communication: compute waiting for parameters, the reduce-scatter tail the
+  // end-of-backward synchronisation waits for, and host blocks on collectives.
+  const std::int64_t exposed = stall[0] + stall[1] + std::max<std::int64_t>(0, backward_end - backward_compute_end) +
+                               it.host_comm_blocked_ns;
+  return {.start_ns = t(it.start_event),
+          .forward_end_ns = t(it.forward_end_event),
+          .backward_end_ns = backward_end,
+          .end_ns = t(it.iteration_end_event),
+          .compute_ns = compute_ns,
+          .forward_stall_ns = stall[0],
+          .backward_stall_ns = stall[1],
+          .exposed_comm_ns = exposed,
+          .all_gather_ns = sum_spans(it.all_gather_spans),
+          .reduce_scatter_ns = sum_spans(it.reduce_scatter_spans),
+          .all_gather_count = it.all_gather_count,
+          .reduce_scatter_count = it.reduce_scatter_count,
+          .gathered_numel = it.gathered_numel,
+          .bucket_numel = it.bucket_numel,
+          .peak_gathered_param_bytes = it.peak_gathered_bytes,
+          .peak_allocated_bytes = it.peak_allocated_bytes,
+          .peak_reserved_bytes = it.peak_reserved_bytes};
+}
+
+// A rank's records of its first `finished` iterations (the memory timeline only when the run
+// did not fail: a cut iteration's points have no end to match).
+RankRecords records_of(RankExecutor& rank, std::size_t finished, bool with_memory) {
+  RankRecords out;
+  out.rank = rank.rank();
+  for (std::size_t i = 0; i < finished; ++i) {
+    const RankIteration& it = rank.iterations()[i];
+    RankIterationRecord record;
     record.iteration = it.iteration;
     record.optimizer_step = it.optimizer_step;
     record.trace_mode = it.trace_mode;
-    core::fold_rank(record,
-                    {.start_ns = start,
-                     .forward_end_ns = forward_end,
-                     .backward_end_ns = backward_end,
-                     .end_ns = end,
-                     .compute_ns = compute_ns,
-                     .forward_stall_ns = stall[0],
-                     .backward_stall_ns = stall[1],
-                     .exposed_comm_ns = exposed,
-                     .all_gather_ns = sum_spans(it.all_gather_spans),
-                     .reduce_scatter_ns = sum_spans(it.reduce_scatter_spans),
-                     .all_gather_count = it.all_gather_count,
-                     .reduce_scatter_count = it.reduce_scatter_count,
-                     .gathered_numel = it.gathered_numel,
-                     .bucket_numel = it.bucket_numel,
-                     .peak_gathered_param_bytes = it.peak_gathered_bytes,
-                     .peak_allocated_bytes = it.peak_allocated_bytes,
-                     .peak_reserved_bytes = it.peak_reserved_bytes},
-                    first);
-    first = false;
+    record.times = times_of(rank, it);
+    append_timeline(rank, it, record.timeline);
+    record.samples = rank.samples_of(it);
+    out.iterations.push_back(std::move(record));
   }
-  return record;
+  if (with_memory) out.memory = rank.take_memory_points();
+  out.call_log = rank.call_log();
+  out.plan_log = rank.plan_log();
+  return out;
+}
+
+// Every rank's records into one result: the Metrics aggregation rule (the maximum over ranks,
+// core/metrics/metrics.hpp) per iteration every rank finished; a rank without records (its
+// set-up failed, its process is gone) leaves no iteration.
+void fold_records(const std::vector<std::optional<RankRecords>>& ranks, bool failed, ExecutorResult& result) {
+  std::size_t finished = ranks.empty() ? 0 : ranks.front() ? ranks.front()->iterations.size() : 0;
+  for (const auto& rank : ranks) {
+    finished = std::min(finished, rank ? rank->iterations.size() : 0);
+    if (!rank) continue;
+    result.call_log.insert(result.call_log.end(), rank->call_log.begin(), rank->call_log.end());
+    result.plan_log.push_back(rank->plan_log);
+  }
+  for (std::size_t i = 0; i < finished; ++i) {
+    core::IterationRecord record;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      const RankIterationRecord& it = ranks[r]->iterations[i];
+      record.iteration = it.iteration;
+      record.optimizer_step = it.optimizer_step;
+      record.trace_mode = it.trace_mode;
+      core::fold_rank(record, it.times, r == 0);
+    }
+    result.metrics.iterations.push_back(record);
+    for (const auto& rank : ranks) {
+      const auto& spans = rank->iterations[i].timeline;
+      result.timeline.insert(result.timeline.end(), spans.begin(), spans.end());
+    }
+    for (const auto& rank : ranks) {
+      const RankIterationRecord& it = rank->iterations[i];
+      result.metrics.samples.insert(result.metrics.samples.end(), it.samples.begin(), it.samples.end());
+      result.metrics.buckets.push_back({it.iteration, rank->rank, it.times.bucket_numel});
+    }
+  }
+  if (failed) return;
+  for (const auto& rank : ranks) {
+    if (rank) result.metrics.memory.insert(result.metrics.memory.end(), rank->memory.begin(), rank->memory.end());
+  }
 }
 
 core::RunStatus status_of(FailureKind kind) {
@@ -196,11 +242,13 @@ ExecutorResult Executor::run() {
   }
   const int world = group_.world_size();
   const std::int64_t iterations = options_.iterations.value_or(scenario_.training.iterations);
-  std::vector<std::unique_ptr<RankExecutor>> ranks(static_cast<std::size_t>(world));
+  const std::vector<int> local = group_.local_ranks();
+  std::vector<std::unique_ptr<RankExecutor>> ranks(local.size());
   std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      auto& slot = ranks[static_cast<std::size_t>(r)];
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    threads.emplace_back([&, i] {
+      const int r = local[i];
+      auto& slot = ranks[i];
       try {
         // Built on its own thread: a CUDA device binds its GPU to the thread that uses it.
         slot = std::make_unique<RankExecutor>(scenario_, group_.device(r), options_, geometry_, iterations,
@@ -218,6 +266,26 @@ ExecutorResult Executor::run() {
   for (auto& thread : threads) thread.join();
   staged_shards_.clear();
 
+  // This process's ranks' records: every iteration, or after a failure those the rank finished
+  // (none from a device that cannot say, a broken CUDA context).
+  const bool failed_here = group_.failure().has_value();
+  std::vector<std::optional<RankRecords>> records(static_cast<std::size_t>(world));
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    RankExecutor* rank = ranks[i].get();
+    if (!rank) continue;
+    std::size_t finished = static_cast<std::size_t>(iterations);
+    if (failed_here) {
+      try {
+        finished = rank->finished_iterations();
+        records[static_cast<std::size_t>(local[i])] = records_of(*rank, finished, false);
+      } catch (const std::exception&) {
+        records[static_cast<std::size_t>(local[i])] = records_of(*rank, 0, false);
+      }
+    } else {
+      records[static_cast<std::size_t>(local[i])] = records_of(*rank, finished, true);
+    }
+  }
+
   ExecutorResult result;
   const auto& training = scenario_.training;
   result.metrics.facts.ranks = world;
@@ -225,40 +293,28 @@ ExecutorResult Executor::run() {
   result.metrics.facts.seq_len = training.seq_len;
   result.metrics.facts.grad_accum = training.grad_accum;
   result.metrics.facts.model_flops_per_gpu_iteration = 3 * scenario_.model.forward_flops(training.micro_batch, training.seq_len);
-  for (auto& rank : ranks) {
-    if (!rank) continue;
-    result.call_log.insert(result.call_log.end(), rank->call_log().begin(), rank->call_log().end());
-    result.plan_log.push_back(rank->plan_log());
+  // Ranks that are processes: each sends its records to rank 0, which folds them all. (The
+  // gather also brings a failure on another rank here, before the status is read.)
+  if (ProcessLink* link = group_.process_link()) {
+    const auto& mine = records[static_cast<std::size_t>(link->rank())];
+    const auto all = link->gather(mine ? rank_records_to_json(*mine) : std::string());
+    if (link->rank() != 0) {
+      result.has_records = false;
+    } else {
+      for (int r = 0; r < world; ++r) {
+        const auto& text = all.at(static_cast<std::size_t>(r));
+        records[static_cast<std::size_t>(r)] =
+            text && !text->empty() ? std::optional<RankRecords>(rank_records_from_json(*text)) : std::nullopt;
+      }
+    }
   }
-  auto finished = static_cast<std::size_t>(iterations);
-  if (const auto failure = group_.failure()) {
+  const auto failure = group_.failure();
+  if (failure) {
     result.status = status_of(failure->kind);
     result.message = failure->message();
     result.failure = failure;
-    // The iterations every rank finished before the failure keep their rows, as a simulated
-    // run's do; a device that cannot say (a broken CUDA context) keeps none.
-    try {
-      for (auto& rank : ranks) finished = std::min(finished, rank ? rank->finished_iterations() : 0);
-    } catch (const std::exception&) {
-      finished = 0;
-    }
-    if (finished == 0) return result;
   }
-  for (std::size_t i = 0; i < finished; ++i) {
-    result.metrics.iterations.push_back(combine(ranks, i));
-    for (auto& rank : ranks) append_timeline(*rank, rank->iterations()[i], result.timeline);
-    for (auto& rank : ranks) {
-      const RankIteration& it = rank->iterations()[i];
-      const auto samples = rank->samples_of(it);
-      result.metrics.samples.insert(result.metrics.samples.end(), samples.begin(), samples.end());
-      result.metrics.buckets.push_back({it.iteration, rank->rank(), it.bucket_numel});
-    }
-  }
-  for (auto& rank : ranks) {
-    if (result.failure) break;  // the points of a cut iteration have no end to match
-    const auto points = rank->take_memory_points();
-    result.metrics.memory.insert(result.metrics.memory.end(), points.begin(), points.end());
-  }
+  if (result.has_records) fold_records(records, failure.has_value(), result);
   return result;
 }
 

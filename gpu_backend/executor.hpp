@@ -89,6 +89,9 @@ struct TimelineSpan {
 };
 
 struct ExecutorResult {
+  // False on the ranks other than 0 of a job whose ranks are processes (`--launcher env`):
+  // rank 0's result holds every rank's records; here only status and failure are set.
+  bool has_records = true;
   core::RunStatus status = core::RunStatus::kOk;
   std::string message;
   std::optional<RankFailure> failure;

@@ -4,6 +4,7 @@
 // that is gone.
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -16,12 +17,19 @@ class FailureState {
   // How often blocked waits look at the failure flag.
   static constexpr std::chrono::milliseconds kPollInterval{2};
 
+  // Called (outside the lock) with the first failure, on the thread that records it: a group
+  // whose ranks are processes tells the others (host_device.cpp). Set before the group runs.
+  void on_first_failure(std::function<void(const RankFailure&)> listener) { listener_ = std::move(listener); }
+
   // Returns true when this call recorded the (first) failure.
   bool abort(const RankFailure& failure) {
-    std::lock_guard lock(mutex_);
-    if (failure_) return false;
-    failure_ = failure;
-    failed_.store(true, std::memory_order_release);
+    {
+      std::lock_guard lock(mutex_);
+      if (failure_) return false;
+      failure_ = failure;
+      failed_.store(true, std::memory_order_release);
+    }
+    if (listener_) listener_(failure);
     return true;
   }
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -37,6 +45,7 @@ class FailureState {
   mutable std::mutex mutex_;
   std::optional<RankFailure> failure_;
   std::atomic<bool> failed_{false};
+  std::function<void(const RankFailure&)> listener_;
 };
 
 }  // namespace prefetchlab::gpu

@@ -9,6 +9,8 @@
 #include "gpu_backend/fused_kernel_checks.hpp"
 #include "gpu_backend/host_kernels.hpp"
 #include "gpu_backend/host_layer_kernels.hpp"
+#include "gpu_backend/process_transport.hpp"
+#include "gpu_backend/rendezvous.hpp"
 
 namespace prefetchlab::gpu {
 namespace {
@@ -197,7 +199,7 @@ void HostDevice::enqueue_collective(StreamId id, host::CollectiveCall call) {
   group_.failure_state().throw_if_failed();
   call.seq = collective_seq_++;
   const std::string what = call.describe();
-  stream(id).push(what, [this, call] { group_.rendezvous().run(rank_, call); });
+  stream(id).push(what, [this, call] { group_.transport().run(rank_, call); });
 }
 
 void HostDevice::all_gather(StreamId id, DeviceSpan send, DeviceSpan recv, ElementType type) {
@@ -285,12 +287,45 @@ void HostDevice::zero(StreamId id, DeviceSpan span) {
 }
 
 HostDeviceGroup::HostDeviceGroup(const HostDeviceOptions& options)
-    : rendezvous_(options.world_size, options.collective_timeout, failure_), epoch_(std::chrono::steady_clock::now()) {
-  if (options.world_size < 1) throw std::invalid_argument("a device group needs at least one rank");
-  for (int r = 0; r < options.world_size; ++r) devices_.push_back(std::make_unique<HostDevice>(r, *this, options));
+    : world_size_(options.process ? options.process->world_size() : options.world_size),
+      process_(options.process),
+      epoch_(std::chrono::steady_clock::now()) {
+  if (world_size_ < 1) throw std::invalid_argument("a device group needs at least one rank");
+  if (process_) {
+    transport_ = std::make_unique<host::ProcessTransport>(*process_);
+    first_local_rank_ = process_->rank();
+    devices_.push_back(std::make_unique<HostDevice>(first_local_rank_, *this, options));
+    // A failure here (a rank thread's or a stream worker's) reaches every other process; one
+    // there reaches this group through the link.
+    failure_.on_first_failure([link = process_](const RankFailure& failure) { link->abort(failure); });
+    process_->set_failure_sink(&failure_);
+  } else {
+    transport_ = std::make_unique<host::Rendezvous>(world_size_, options.collective_timeout, failure_);
+    for (int r = 0; r < world_size_; ++r) devices_.push_back(std::make_unique<HostDevice>(r, *this, options));
+  }
 }
 
-HostDeviceGroup::~HostDeviceGroup() = default;
+HostDeviceGroup::~HostDeviceGroup() {
+  if (process_) process_->set_failure_sink(nullptr);
+  devices_.clear();  // their stream workers may still be in a collective of the transport
+}
+
+std::vector<int> HostDeviceGroup::local_ranks() const {
+  std::vector<int> ranks;
+  for (std::size_t i = 0; i < devices_.size(); ++i) ranks.push_back(first_local_rank_ + static_cast<int>(i));
+  return ranks;
+}
+
+Device& HostDeviceGroup::device(int rank) {
+  const int at = rank - first_local_rank_;
+  if (at < 0 || at >= static_cast<int>(devices_.size())) {
+    throw std::out_of_range("rank " + std::to_string(rank) + " is not on this process (its rank is " +
+                            std::to_string(first_local_rank_) + ")");
+  }
+  return *devices_[static_cast<std::size_t>(at)];
+}
+
+void HostDeviceGroup::abort(const RankFailure& failure) { failure_.abort(failure); }
 
 std::int64_t HostDeviceGroup::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count();

@@ -1,7 +1,8 @@
 #pragma once
 // The host-thread device (docs/architecture.md, "The real backend"): runs anywhere, so every line
 // of the executor is exercised in CI without a GPU.
-//   ranks     threads (the executor's), one HostDevice each
+//   ranks     threads (the executor's), one HostDevice each; or one rank per process
+//             (`--launcher env`), whose collectives go through rank 0's store
 //   streams   ordered worker queues, one worker thread per stream
 //   events    completion markers stamped with steady_clock when the stream reaches them
 //   memory    real host memory under core::CachingAllocator, with a device capacity
@@ -23,7 +24,8 @@
 #include "core/memory/device_memory.hpp"
 #include "gpu_backend/device_group.hpp"
 #include "gpu_backend/failure_state.hpp"
-#include "gpu_backend/rendezvous.hpp"
+#include "gpu_backend/collective_transport.hpp"
+#include "gpu_backend/process_link.hpp"
 #include "gpu_backend/stream_worker.hpp"
 
 namespace prefetchlab::gpu {
@@ -36,6 +38,9 @@ struct HostDeviceOptions {
   core::AllocatorOptions allocator;
   // A rank that has not reached a collective this long after another did fails the run.
   std::chrono::milliseconds collective_timeout{60'000};
+  // Set: the ranks are processes; this group holds the link's rank only (world_size is the
+  // link's) and its collectives go through rank 0's store (process_transport.hpp).
+  ProcessLink* process = nullptr;
 };
 
 class HostDeviceGroup;
@@ -144,20 +149,26 @@ class HostDeviceGroup final : public DeviceGroup {
   explicit HostDeviceGroup(const HostDeviceOptions& options);
   ~HostDeviceGroup() override;
 
-  int world_size() const override { return static_cast<int>(devices_.size()); }
-  Device& device(int rank) override { return *devices_.at(static_cast<std::size_t>(rank)); }
-  void abort(const RankFailure& failure) override { failure_.abort(failure); }
+  int world_size() const override { return world_size_; }
+  std::vector<int> local_ranks() const override;
+  ProcessLink* process_link() const override { return process_; }
+  Device& device(int rank) override;
+  // Records the failure here and, between processes, tells every other rank.
+  void abort(const RankFailure& failure) override;
   std::optional<RankFailure> failure() const override { return failure_.failure(); }
 
   FailureState& failure_state() { return failure_; }
-  host::Rendezvous& rendezvous() { return rendezvous_; }
+  host::CollectiveTransport& transport() { return *transport_; }
   std::int64_t now_ns() const;  // steady_clock since the group was made
 
  private:
   FailureState failure_;
-  host::Rendezvous rendezvous_;
+  int world_size_;
+  ProcessLink* process_;
+  std::unique_ptr<host::CollectiveTransport> transport_;
   std::chrono::steady_clock::time_point epoch_;
-  std::vector<std::unique_ptr<HostDevice>> devices_;
+  std::vector<std::unique_ptr<HostDevice>> devices_;  // the local ranks, in rank order
+  int first_local_rank_ = 0;
 };
 
 }  // namespace prefetchlab::gpu

@@ -13,30 +13,19 @@
 #include <string>
 #include <vector>
 
+#include "gpu_backend/collective_transport.hpp"
 #include "gpu_backend/device.hpp"
 #include "gpu_backend/failure_state.hpp"
 
 namespace prefetchlab::gpu::host {
 
-enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce };
-const char* collective_kind_name(CollectiveKind kind);
-
-struct CollectiveCall {
-  CollectiveKind kind = CollectiveKind::kAllGather;
-  DeviceSpan send, recv;  // all-reduce: send == recv (in place)
-  ElementType type = ElementType::kBF16;
-  ReduceOp op = ReduceOp::kSum;
-  std::int64_t seq = 0;   // the rank's collective count on this communicator, from 0
-  std::string describe() const;  // "all_gather #12 (8192 bytes bf16)"
-};
-
-class Rendezvous {
+class Rendezvous final : public CollectiveTransport {
  public:
   Rendezvous(int world_size, std::chrono::milliseconds timeout, FailureState& failure);
 
   // Runs `call` for `rank` (on its communication stream's worker). Throws RunAborted when the
   // group fails (here or elsewhere).
-  void run(int rank, const CollectiveCall& call);
+  void run(int rank, const CollectiveCall& call) override;
 
  private:
   // A barrier over all ranks; `what` names the collective for the timeout report.

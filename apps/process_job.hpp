@@ -1,0 +1,35 @@
+#pragma once
+// `validate|calibrate --launcher env`: this process is one rank of a job launched by torchrun,
+// srun or a shell loop (gpu_backend/launch_env.hpp); it joins the others through rank 0's store
+// (gpu_backend/process_link.hpp). `--launcher threads` (the default) runs every rank as a thread
+// of this process instead.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "gpu_backend/process_link.hpp"
+
+namespace prefetchlab::apps {
+
+struct LauncherOptions {
+  std::string launcher = "threads";
+  double rank_timeout_s = 60;  // a rank silent in a collective this long fails the job
+
+  std::chrono::milliseconds rank_timeout() const {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(rank_timeout_s * 1000));
+  }
+};
+
+void add_launcher_options(CLI::App* command, LauncherOptions& options);
+
+// With --launcher env: joins the job (rank 0 serves its store). `run` names what this rank runs,
+// with the scenario file's digest: every rank's must be the same. Null with --launcher threads.
+// Throws core::InputError for a launch environment that is missing or wrong, or ranks that
+// disagree; std::runtime_error when rank 0 cannot be reached.
+std::unique_ptr<gpu::ProcessLink> join_process_job(const LauncherOptions& options, const std::string& command,
+                                                   const std::string& scenario_path, const std::vector<std::string>& arguments);
+
+}  // namespace prefetchlab::apps

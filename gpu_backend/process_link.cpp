@@ -1,0 +1,207 @@
+#include "gpu_backend/process_link.hpp"
+
+#include <algorithm>
+
+#include "prefetchlab/version.hpp"
+
+namespace prefetchlab::gpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using net::Message;
+constexpr std::chrono::milliseconds kPoll{50};
+
+}  // namespace
+
+ProcessLink::ProcessLink(const LaunchRank& me, const std::string& run, std::chrono::milliseconds timeout)
+    : me_(me), timeout_(timeout) {
+  if (me.rank == 0) store_ = std::make_unique<net::ProcessStore>(net::StoreOptions{me.master_port, me.world_size, timeout});
+  connection_ = net::TcpConnection::connect(me.master_addr, me.master_port, timeout);
+  send(Message::kHello, {{"rank", me.rank}, {"world_size", me.world_size}, {"version", kVersion}, {"run", run}});
+  const auto deadline = Clock::now() + timeout + std::chrono::seconds(5);
+  for (;;) {
+    std::optional<net::Frame> frame;
+    try {
+      frame = connection_.receive(kPoll);
+    } catch (const net::ConnectionLost& e) {
+      throw std::runtime_error("rank " + std::to_string(me.rank) + ": rank 0's store at " + me.master_addr + ":" +
+                               std::to_string(me.master_port) + " closed the connection before every rank joined (" + e.what() + ")");
+    }
+    if (frame && frame->type == static_cast<std::uint32_t>(Message::kWelcome)) {
+      last_heard_ = Clock::now();
+      reader_ = std::thread([this] { read_loop(); });
+      return;
+    }
+    if (frame && frame->type == static_cast<std::uint32_t>(Message::kRefused)) {
+      throw ProcessJobRefused("--launcher env: the job's ranks disagree: " + frame->header.value("message", std::string("?")));
+    }
+    if (Clock::now() > deadline) {
+      throw std::runtime_error("rank " + std::to_string(me.rank) + ": not every rank joined within " +
+                               std::to_string(timeout.count()) + " ms");
+    }
+  }
+}
+
+ProcessLink::~ProcessLink() {
+  try {
+    send(Message::kBye, nlohmann::json::object());
+  } catch (const std::exception&) {
+    // The store is gone already: nothing to say goodbye to.
+  }
+  {
+    std::lock_guard lock(inbox_mutex_);
+    stopping_ = true;
+  }
+  if (reader_.joinable()) reader_.join();
+  connection_.close();
+  store_.reset();  // rank 0: waits for the others
+}
+
+void ProcessLink::read_loop() {
+  for (;;) {
+    {
+      std::lock_guard lock(inbox_mutex_);
+      if (stopping_) return;
+    }
+    std::optional<net::Frame> frame;
+    try {
+      frame = connection_.receive(kPoll);
+    } catch (const std::exception& e) {
+      std::lock_guard lock(inbox_mutex_);
+      lost_ = e.what();
+      arrived_.notify_all();
+      return;
+    }
+    if (!frame) continue;
+    if (frame->type == static_cast<std::uint32_t>(Message::kAbort)) fail_locally(net::failure_from_header(frame->header));
+    std::lock_guard lock(inbox_mutex_);
+    last_heard_ = Clock::now();
+    if (frame->type != static_cast<std::uint32_t>(Message::kHeartbeat)) inbox_.push_back(std::move(*frame));
+    arrived_.notify_all();
+  }
+}
+
+void ProcessLink::send(Message type, const nlohmann::json& header, std::span<const std::byte> data) {
+  std::lock_guard lock(send_mutex_);
+  connection_.send(static_cast<std::uint32_t>(type), header, data);
+}
+
+void ProcessLink::set_failure_sink(FailureState* sink) {
+  std::optional<RankFailure> known;
+  {
+    std::lock_guard lock(failure_mutex_);
+    sink_ = sink;
+    known = failure_;
+  }
+  if (sink && known) sink->abort(*known);
+}
+
+// The sink is told outside the lock: its first-failure listener calls abort() below, which
+// then finds the failure known and sends nothing.
+void ProcessLink::fail_locally(const RankFailure& failure) {
+  FailureState* sink = nullptr;
+  RankFailure first;
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (!failure_) failure_ = failure;
+    first = *failure_;
+    sink = sink_;
+  }
+  if (sink) sink->abort(first);
+}
+
+void ProcessLink::abort(const RankFailure& failure) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (failure_) return;  // known here already, so the store knows it (or told us)
+    failure_ = failure;
+  }
+  try {
+    send(Message::kAbort, net::failure_header(failure));
+  } catch (const std::exception&) {
+    // The store is gone: the other ranks find out from their own connections.
+  }
+}
+
+net::Frame ProcessLink::wait_for(Message type, bool abort_throws, const std::string& what) {
+  // The store answers within its timeout (it aborts the job otherwise) and sends a waiting rank a
+  // heartbeat every second: silence this long means rank 0's process is stuck or unreachable.
+  const auto silence_limit = timeout_ + std::chrono::seconds(10);
+  std::string lost;
+  {
+    std::unique_lock lock(inbox_mutex_);
+    last_heard_ = std::max(last_heard_, Clock::now());
+    for (;;) {
+      for (auto it = inbox_.begin(); it != inbox_.end(); ++it) {
+        if (it->type == static_cast<std::uint32_t>(Message::kAbort)) {
+          if (!abort_throws) continue;
+          const RankFailure failure = net::failure_from_header(it->header);
+          throw RunAborted(failure);
+        }
+        if (it->type != static_cast<std::uint32_t>(type)) continue;
+        net::Frame frame = std::move(*it);
+        inbox_.erase(it);
+        return frame;
+      }
+      if (!lost_.empty()) {
+        lost = "closed the connection (rank 0's process exited?): " + lost_;
+        break;
+      }
+      if (Clock::now() - last_heard_ > silence_limit) {
+        lost = "went silent for " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(silence_limit).count()) + " ms";
+        break;
+      }
+      arrived_.wait_for(lock, kPoll);
+    }
+  }
+  const RankFailure failure{0, what, "rank 0's store at " + me_.master_addr + ":" + std::to_string(me_.master_port) + " " + lost,
+                            FailureKind::kTimeout};
+  fail_locally(failure);
+  std::lock_guard lock(failure_mutex_);
+  throw RunAborted(failure_.value_or(failure));
+}
+
+void ProcessLink::put(const std::string& key, std::span<const std::byte> value) { send(Message::kPut, {{"key", key}}, value); }
+
+std::vector<std::byte> ProcessLink::get(const std::string& key) {
+  send(Message::kGet, {{"key", key}});
+  return wait_for(Message::kValue, /*abort_throws=*/true, "setup").data;
+}
+
+std::vector<std::byte> ProcessLink::collective(const nlohmann::json& header, std::span<const std::byte> data) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (failure_) throw RunAborted(*failure_);
+  }
+  const std::string what = header.value("what", std::string("a collective"));
+  try {
+    send(Message::kCollective, header, data);
+  } catch (const net::ConnectionLost& e) {
+    const RankFailure failure{0, what, std::string("rank 0's store is unreachable: ") + e.what(), FailureKind::kTimeout};
+    fail_locally(failure);
+    throw RunAborted(failure);
+  }
+  net::Frame result = wait_for(Message::kResult, /*abort_throws=*/true, what);
+  return std::move(result.data);
+}
+
+std::vector<std::optional<std::string>> ProcessLink::gather(const std::string& mine) {
+  send(Message::kReport, nlohmann::json::object(), std::as_bytes(std::span(mine.data(), mine.size())));
+  const net::Frame bundle = wait_for(Message::kReports, /*abort_throws=*/false, "sending the records to rank 0");
+  std::vector<std::optional<std::string>> out;
+  if (me_.rank != 0) return out;
+  std::size_t at = 0;
+  for (const auto& size : bundle.header.at("sizes")) {
+    const std::int64_t bytes = size.get<std::int64_t>();
+    if (bytes < 0) {
+      out.emplace_back(std::nullopt);
+      continue;
+    }
+    if (at + static_cast<std::size_t>(bytes) > bundle.data.size()) throw std::runtime_error("the store's records bundle is cut short");
+    out.emplace_back(std::string(reinterpret_cast<const char*>(bundle.data.data() + at), static_cast<std::size_t>(bytes)));
+    at += static_cast<std::size_t>(bytes);
+  }
+  return out;
+}
+
+}  // namespace prefetchlab::gpu

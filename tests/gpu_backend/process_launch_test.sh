@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# `validate --backend host --launcher env`: the ranks as processes launched by a plain shell loop
+# on loopback, as torchrun would set them (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+# MASTER_PORT). Checks that
+#   - 2 and 4 processes give the records of 2 and 4 threads in every non-timing field;
+#   - a rank killed mid-run ends the others with exit 3 and a message naming it, at once;
+#   - a rank that stops answering (SIGSTOP) ends them within --rank-timeout, naming it;
+#   - ranks that run different scenarios, a WORLD_SIZE that is not the scenario's, and a missing
+#     environment are bad input (exit 2) with a clear message.
+#   tests/gpu_backend/process_launch_test.sh PREFETCHLAB
+set -euo pipefail
+cli=${1:?usage: $0 PREFETCHLAB}
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/prefetchlab-launch-XXXXXX")
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 5 "$f" >&2; }; done; exit 1; }
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+scenario=$repo/scenarios/host/tiny-llama-host.yaml
+
+# launch WORLD NAME [ARGS...]: one process per rank in the background; pids in rank_pids.
+launch() {
+  local world=$1 name=$2; shift 2
+  local port; port=$(free_port)
+  rank_pids=()
+  for ((r = 0; r < world; r++)); do
+    RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      "$cli" validate "$scenario" --backend host --launcher env -o "$work/$name" "$@" >"$work/$name.rank$r.log" 2>&1 &
+    rank_pids+=($!)
+    pids+=($!)
+  done
+}
+# wait_rank PID: its exit code in rc (not in a subshell, which cannot wait for this shell's children)
+wait_rank() { rc=0; wait "$1" || rc=$?; }
+
+for world in 2 4; do
+  set_world=(--set "cluster.gpus_per_node=$world" --repeats 1)
+  "$cli" validate "$scenario" --backend host "${set_world[@]}" -o "$work/threads$world" >"$work/threads$world.log" 2>&1 ||
+    fail "$world threads"
+  launch "$world" "processes$world" "${set_world[@]}"
+  for ((r = 0; r < world; r++)); do
+    wait_rank "${rank_pids[r]}"
+    [[ $rc == 0 ]] || fail "rank $r of $world processes exited $rc"
+  done
+  grep -q "rank 1 of $world: 1 run(s) done; rank 0 writes the report" "$work/processes$world.rank1.log" || fail "rank 1's closing line"
+  python3 "$here/compare_records.py" "$work/threads$world" "$work/processes$world" || fail "$world processes vs $world threads"
+done
+
+# A rank killed mid-run (a long run: 2,000 iterations take minutes here).
+long=(--set training.iterations=2000 --repeats 1)
+launch 2 killed "${long[@]}"
+sleep 2
+kill -9 "${rank_pids[1]}"
+killed_at=$SECONDS
+wait_rank "${rank_pids[0]}"
+[[ $rc == 3 ]] || fail "rank 0 after rank 1 was killed: exit $rc, expected 3"
+((SECONDS - killed_at <= 10)) || fail "rank 0 took $((SECONDS - killed_at)) s to end after rank 1 was killed"
+grep -q "rank 1 failed in .*its process exited or its connection to the store broke" "$work/killed.rank0.log" ||
+  fail "rank 0's message does not name rank 1"
+
+# A rank that stops answering: the others end within --rank-timeout (2 s), naming it.
+launch 2 stopped "${long[@]}" --rank-timeout 2
+sleep 2
+kill -STOP "${rank_pids[1]}"
+stopped_at=$SECONDS
+wait_rank "${rank_pids[0]}"
+kill -9 "${rank_pids[1]}" 2>/dev/null || true
+[[ $rc == 3 ]] || fail "rank 0 after rank 1 stopped: exit $rc, expected 3"
+((SECONDS - stopped_at <= 15)) || fail "rank 0 took $((SECONDS - stopped_at)) s to end after rank 1 stopped"
+grep -q "rank 1 failed in .*did not reach the collective within 2000 ms" "$work/stopped.rank0.log" ||
+  fail "rank 0's message does not name the stopped rank 1"
+
+# Ranks that run different scenarios (rank 1 with one more override).
+port=$(free_port)
+RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$cli" validate "$scenario" --backend host --launcher env \
+  --repeats 1 -o "$work/mismatch" >"$work/mismatch.rank0.log" 2>&1 & pids+=($!); r0=$!
+RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$cli" validate "$scenario" --backend host --launcher env \
+  --repeats 1 --set training.iterations=5 -o "$work/mismatch" >"$work/mismatch.rank1.log" 2>&1 & pids+=($!); r1=$!
+for pid in $r0 $r1; do
+  wait_rank "$pid"
+  [[ $rc == 2 ]] || fail "ranks with different overrides: exit $rc, expected 2"
+done
+grep -q "the job's ranks disagree: rank [01] runs 'validate tiny-llama-host.yaml@" "$work/mismatch.rank1.log" ||
+  fail "the disagreement's message"
+
+# One process for a 2-rank scenario.
+rc=0
+RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) "$cli" validate "$scenario" --backend host --launcher env \
+  --repeats 1 -o "$work/world" >"$work/world.log" 2>&1 || rc=$?
+[[ $rc == 2 ]] || fail "WORLD_SIZE 1 for a 2-rank scenario: exit $rc, expected 2"
+grep -q "has 2 ranks but the launcher started 1" "$work/world.log" || fail "the world size message"
+
+# No launch environment at all.
+rc=0
+env -u RANK -u WORLD_SIZE -u SLURM_PROCID "$cli" validate "$scenario" --backend host --launcher env -o "$work/none" \
+  >"$work/none.log" 2>&1 || rc=$?
+[[ $rc == 2 ]] || fail "no launch environment: exit $rc, expected 2"
+grep -q "neither RANK and WORLD_SIZE (torchrun) nor SLURM_PROCID (srun) is set" "$work/none.log" || fail "the missing environment's message"
+echo "process launch: 2 and 4 processes equal threads; killed, stopped, mismatched and unlaunched ranks reported"
