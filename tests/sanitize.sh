@@ -32,9 +32,10 @@ asan_exclude+='|^Executor\.(GatheredParametersAndReducedGradientsAreExact(OnOneR
 asan_exclude+='|TheHostBlocks|PlansAndBuckets|OffloadedParametersCrossTheHostLinkOnTheAllGather|OffloadFrees'
 asan_exclude+='|OneRankOffload|CpuAdam|CollectivesMatch)'
 # The threaded tests run under TSan: all of the host device, its rendezvous and the executor's
-# fault injection, the sweep's workers, and the executor on four ranks (the most threads) and
-# with offload and checkpointing (the host-link copies on their own stream).
-tsan_filter='HostDevice.*:ExecutorFailure.*:ParallelRunner.*:ClockConsensus.*'
+# fault injection, the sweep's workers, the executor on four ranks (the most threads) and
+# with offload and checkpointing (the host-link copies on their own stream), and ranks as
+# processes (the store's thread, each link's reader, the failure listeners).
+tsan_filter='HostDevice.*:ExecutorFailure.*:ParallelRunner.*:ClockConsensus.*:ProcessStore.*:*ProcessExecutor.*'
 tsan_filter+=':Executor.GatheredParametersAndReducedGradientsAreExactOnFourRanks'
 tsan_filter+=':Executor.TheHostBlocksOnlyWhereDeepSpeedDoesWithOffloadAndCheckpointing'
 

@@ -1,0 +1,300 @@
+// The real backend's ranks as processes (`--launcher env`), here as threads that each hold their
+// own ProcessLink, as a process would: rank 0's store admits them, carries their collectives,
+// gathers their records, and names a rank that disagrees or stays away
+// (gpu_backend/process_store.hpp, process_link.hpp, process_transport.hpp, rank_records.hpp).
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "core/scenario/scenario.hpp"
+#include "gpu_backend/executor.hpp"
+#include "gpu_backend/host_device.hpp"
+#include "gpu_backend/process_link.hpp"
+#include "gpu_backend/rank_records.hpp"
+#include "tests/support/sanitizer.hpp"
+
+namespace pc = prefetchlab::core;
+namespace pg = prefetchlab::gpu;
+namespace pt = prefetchlab::testing;
+
+namespace {
+
+constexpr auto kTimeout = std::chrono::milliseconds(2000 * pt::kSanitizerSlowdown);
+
+// A TCP port nothing listens on now (the kernel's pick).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t size = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+pg::LaunchRank rank_of(int rank, int world, int port) {
+  pg::LaunchRank me;
+  me.rank = rank;
+  me.world_size = world;
+  me.local_rank = rank;
+  me.master_addr = "127.0.0.1";
+  me.master_port = port;
+  me.launcher = "test";
+  return me;
+}
+
+// Runs fn(link) for every rank on a thread of its own, each with its own link, as processes
+// would; `rank_number` and `run_of` say what each says it is and runs (the same, unless a test
+// wants them to disagree). Returns each rank's exception message ("" for none).
+std::vector<std::string> on_process_ranks(int world, const std::function<void(pg::ProcessLink&)>& fn,
+                                          const std::function<std::string(int)>& run_of = [](int) { return std::string("test run"); },
+                                          const std::function<int(int)>& rank_number = [](int r) { return r; }) {
+  const int port = free_port();
+  std::vector<std::string> errors(static_cast<std::size_t>(world));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        pg::ProcessLink link(rank_of(rank_number(r), world, port), run_of(r), kTimeout);
+        fn(link);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+nlohmann::json header(const char* kind, std::uint64_t send_bytes, std::uint64_t recv_bytes, int seq) {
+  return {{"kind", kind},
+          {"type", static_cast<int>(pg::ElementType::kFP32)},
+          {"op", static_cast<int>(pg::ReduceOp::kSum)},
+          {"seq", seq},
+          {"send_bytes", send_bytes},
+          {"recv_bytes", recv_bytes},
+          {"what", std::string(kind) + " #" + std::to_string(seq)}};
+}
+
+std::vector<float> floats(const std::vector<std::byte>& bytes) {
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+pc::Scenario host_scenario(int world, std::vector<std::string> overrides = {}) {
+  overrides.push_back("cluster.gpus_per_node=" + std::to_string(world));
+  overrides.push_back("output.trace=false");
+  return pc::load_scenario(std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/host/tiny-llama-host.yaml", overrides,
+                           pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR));
+}
+
+pg::HostDeviceOptions options_of(const pc::Scenario& s) {
+  pg::HostDeviceOptions o;
+  o.world_size = static_cast<int>(s.cluster.world_size());
+  o.capacity_bytes = static_cast<std::uint64_t>(s.cluster.hardware.gpu.memory_bytes);
+  o.allocator = s.memory.allocator;
+  return o;
+}
+
+}  // namespace
+
+TEST(ProcessStore, CarriesCollectivesBetweenRanks) {
+  constexpr int kWorld = 3;
+  on_process_ranks(kWorld, [](pg::ProcessLink& link) {
+    const int r = link.rank();
+    const auto f = static_cast<float>(r);
+    // all_gather: every rank's 2 values, in rank order.
+    const std::vector<float> mine{static_cast<float>(r), static_cast<float>(10 * r)};
+    const auto gathered = floats(link.collective(header("all_gather", 8, 8 * kWorld, 0), std::as_bytes(std::span(mine))));
+    EXPECT_EQ(gathered, (std::vector<float>{0, 0, 1, 10, 2, 20}));
+    // reduce_scatter: slot q of the sum of every rank's buffer, q = this rank.
+    const std::vector<float> buffer{1.0f * f, 2.0f * f, 3.0f * f};
+    const auto reduced = floats(link.collective(header("reduce_scatter", 12, 4, 1), std::as_bytes(std::span(buffer))));
+    EXPECT_EQ(reduced, (std::vector<float>{static_cast<float>((r + 1) * (0 + 1 + 2))}));
+    // all_reduce: the sum everywhere.
+    const std::vector<float> one{1.0f + f};
+    EXPECT_EQ(floats(link.collective(header("all_reduce", 4, 4, 2), std::as_bytes(std::span(one)))), (std::vector<float>{6}));
+    // The records' gather: rank 0 gets every rank's, in rank order.
+    const auto all = link.gather("records of rank " + std::to_string(r));
+    if (r == 0) {
+      ASSERT_EQ(all.size(), 3u);
+      for (int q = 0; q < kWorld; ++q) EXPECT_EQ(all[static_cast<std::size_t>(q)], "records of rank " + std::to_string(q));
+    } else {
+      EXPECT_TRUE(all.empty());
+    }
+  });
+}
+
+TEST(ProcessStore, HandsRankZerosValueToEveryRank) {
+  on_process_ranks(3, [](pg::ProcessLink& link) {
+    const std::vector<std::byte> id{std::byte{7}, std::byte{42}};
+    if (link.rank() == 0) link.put("nccl_unique_id", id);
+    EXPECT_EQ(link.get("nccl_unique_id"), id);
+  });
+}
+
+TEST(ProcessStore, AMismatchedCollectiveFailsEveryRankNamingIt) {
+  on_process_ranks(2, [](pg::ProcessLink& link) {
+    const std::vector<float> data(link.rank() == 1 ? 4 : 2, 1.0f);
+    try {
+      link.collective(header("all_reduce", data.size() * 4, data.size() * 4, 0), std::as_bytes(std::span(data)));
+      ADD_FAILURE() << "rank " << link.rank() << " got a result";
+    } catch (const pg::RunAborted& e) {
+      EXPECT_EQ(e.failure().rank, 1);
+      EXPECT_EQ(e.failure().kind, pg::FailureKind::kCollectiveMismatch);
+      EXPECT_NE(e.failure().reason.find("rank 0 issued all_reduce #0; rank 1 issued all_reduce #0"), std::string::npos);
+    }
+  });
+}
+
+TEST(ProcessStore, ARankThatStaysAwayFailsTheOthersWithinTheTimeout) {
+  const auto started = std::chrono::steady_clock::now();
+  on_process_ranks(3, [](pg::ProcessLink& link) {
+    if (link.rank() == 2) {
+      // Stays away from the collective (and so never hears the abort): it only waits for the
+      // others to have failed before saying goodbye.
+      std::this_thread::sleep_for(kTimeout * 2);
+      return;
+    }
+    const std::vector<float> one{1.0f};
+    try {
+      link.collective(header("all_reduce", 4, 4, 0), std::as_bytes(std::span(one)));
+      ADD_FAILURE() << "rank " << link.rank() << " got a result";
+    } catch (const pg::RunAborted& e) {
+      EXPECT_EQ(e.failure().rank, 2);
+      EXPECT_EQ(e.failure().kind, pg::FailureKind::kTimeout);
+      EXPECT_NE(e.failure().reason.find("did not reach the collective within"), std::string::npos);
+      EXPECT_NE(e.failure().reason.find("ranks 0,1 were waiting in it"), std::string::npos);
+    }
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kTimeout * 4);
+}
+
+TEST(ProcessStore, RanksThatRunDifferentThingsAreRefused) {
+  const auto errors = on_process_ranks(
+      2, [](pg::ProcessLink&) { ADD_FAILURE() << "admitted"; },
+      [](int r) { return r == 0 ? std::string("validate a.yaml@1") : std::string("validate a.yaml@2"); });
+  for (const auto& e : errors) {
+    EXPECT_NE(e.find("the job's ranks disagree"), std::string::npos) << e;
+    EXPECT_NE(e.find("(every rank must run the same command and scenario)"), std::string::npos) << e;
+  }
+}
+
+TEST(ProcessStore, TwoProcessesWithOneRankNumberAreRefused) {
+  const auto errors = on_process_ranks(
+      3, [](pg::ProcessLink&) { ADD_FAILURE() << "admitted"; }, [](int) { return std::string("run"); },
+      [](int r) { return r == 2 ? 1 : r; });
+  for (const auto& e : errors) EXPECT_NE(e.find("two processes say rank 1 (check RANK / SLURM_PROCID)"), std::string::npos) << e;
+}
+
+TEST(RankRecords, SurviveTheirJsonForm) {
+  pg::RankRecords r;
+  r.rank = 3;
+  pg::RankIterationRecord it;
+  it.iteration = 2;
+  it.optimizer_step = true;
+  it.trace_mode = pc::TraceMode::kComplete;
+  it.times.start_ns = 5;
+  it.times.peak_reserved_bytes = std::int64_t{1} << 40;
+  it.times.bucket_numel = 123;
+  pg::TimelineSpan span;
+  span.kind = pg::TimelineSpan::Kind::kAllGather;
+  span.rank = 3;
+  span.iteration = 2;
+  span.start_ns = -7;
+  span.end_ns = 9;
+  span.bytes = 4096;
+  span.element_bytes = 2;
+  it.timeline.push_back(span);
+  it.samples.push_back({2, 3, pc::Phase::kBackward, 11, 12, {13, -14}});
+  r.iterations.push_back(it);
+  r.memory.push_back({100, 3, 200, 300});
+  r.call_log.push_back({3, 2, pg::SyncTag::kAgreement, 17});
+  r.plan_log = {"gather 1,2", "wait 1"};
+  const pg::RankRecords back = pg::rank_records_from_json(pg::rank_records_to_json(r));
+  EXPECT_EQ(pg::rank_records_to_json(back), pg::rank_records_to_json(r));
+  ASSERT_EQ(back.iterations.size(), 1u);
+  EXPECT_EQ(back.iterations[0].times.peak_reserved_bytes, std::int64_t{1} << 40);
+  EXPECT_EQ(back.iterations[0].trace_mode, pc::TraceMode::kComplete);
+  EXPECT_EQ(back.iterations[0].timeline[0].kind, pg::TimelineSpan::Kind::kAllGather);
+  EXPECT_EQ(back.iterations[0].samples[0].extra, (std::vector<std::int64_t>{13, -14}));
+  EXPECT_EQ(back.call_log[0].tag, pg::SyncTag::kAgreement);
+  EXPECT_EQ(back.plan_log, r.plan_log);
+  EXPECT_THROW(pg::rank_records_from_json("{\"rank_records\": 1, \"rank\": 0}"), std::runtime_error);
+  EXPECT_THROW(pg::rank_records_from_json("not json"), std::runtime_error);
+}
+
+// The executor with one rank per "process" gives rank 0 the very records of the thread version
+// in every field that is not a time (reserved memory follows when each stream's work finishes)
+// and every rank the same plans.
+class ProcessExecutor : public ::testing::TestWithParam<int> {};
+
+TEST_P(ProcessExecutor, MatchesTheThreadVersionInEveryNonTimingField) {
+  const int world = GetParam();
+  const pc::Scenario s = host_scenario(world, {"training.iterations=3"});
+  pg::ExecutorOptions options;
+  options.record_plans = true;
+  pg::HostDeviceGroup threads_group(options_of(s));
+  const pg::ExecutorResult threads = pg::Executor(s, threads_group, options).run();
+  ASSERT_EQ(threads.status, pc::RunStatus::kOk) << threads.message;
+
+  std::vector<std::optional<pg::ExecutorResult>> results(static_cast<std::size_t>(world));
+  const auto errors = on_process_ranks(world, [&](pg::ProcessLink& link) {
+    pg::HostDeviceOptions o = options_of(s);
+    o.process = &link;
+    pg::HostDeviceGroup group(o);
+    EXPECT_EQ(group.local_ranks(), std::vector<int>{link.rank()});
+    results[static_cast<std::size_t>(link.rank())] = pg::Executor(s, group, options).run();
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  for (int r = 1; r < world; ++r) {
+    EXPECT_EQ(results[static_cast<std::size_t>(r)]->status, pc::RunStatus::kOk);
+    EXPECT_FALSE(results[static_cast<std::size_t>(r)]->has_records);
+  }
+  const pg::ExecutorResult& processes = *results[0];
+  ASSERT_EQ(processes.status, pc::RunStatus::kOk) << processes.message;
+  ASSERT_TRUE(processes.has_records);
+  ASSERT_EQ(processes.metrics.iterations.size(), threads.metrics.iterations.size());
+  for (std::size_t i = 0; i < threads.metrics.iterations.size(); ++i) {
+    const auto& a = threads.metrics.iterations[i];
+    const auto& b = processes.metrics.iterations[i];
+    EXPECT_EQ(a.iteration, b.iteration);
+    EXPECT_EQ(a.trace_mode, b.trace_mode);
+    EXPECT_EQ(a.all_gather_count, b.all_gather_count);
+    EXPECT_EQ(a.reduce_scatter_count, b.reduce_scatter_count);
+    EXPECT_EQ(a.gathered_numel, b.gathered_numel);
+    EXPECT_EQ(a.bucket_numel, b.bucket_numel);
+    EXPECT_EQ(a.peak_gathered_param_bytes, b.peak_gathered_param_bytes);
+    EXPECT_EQ(a.peak_allocated_bytes, b.peak_allocated_bytes);
+  }
+  ASSERT_EQ(processes.metrics.samples.size(), threads.metrics.samples.size());
+  for (std::size_t i = 0; i < threads.metrics.samples.size(); ++i) {
+    EXPECT_EQ(processes.metrics.samples[i].iteration, threads.metrics.samples[i].iteration);
+    EXPECT_EQ(processes.metrics.samples[i].rank, threads.metrics.samples[i].rank);
+    EXPECT_EQ(processes.metrics.samples[i].phase, threads.metrics.samples[i].phase);
+  }
+  ASSERT_EQ(processes.metrics.buckets.size(), threads.metrics.buckets.size());
+  for (std::size_t i = 0; i < threads.metrics.buckets.size(); ++i) {
+    EXPECT_EQ(processes.metrics.buckets[i].rank, threads.metrics.buckets[i].rank);
+    EXPECT_EQ(processes.metrics.buckets[i].bucket_numel, threads.metrics.buckets[i].bucket_numel);
+  }
+  EXPECT_EQ(processes.plan_log, threads.plan_log);
+  EXPECT_EQ(processes.timeline.size(), threads.timeline.size());
+  // (The call log's throttle blocks are not compared: whether the host blocks at a throttle
+  // depends on whether the stream finished in time, on threads as on processes.)
+  EXPECT_FALSE(processes.call_log.empty());
+  EXPECT_FALSE(processes.metrics.memory.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ProcessExecutor, ::testing::Values(2, 3));
