@@ -22,6 +22,7 @@
 #include "core/hardware/nccl_tests_log.hpp"
 #include "calibrated_profile.hpp"
 #include "device_calibration.hpp"
+#include "process_job.hpp"
 #include "trace_calibration.hpp"
 
 namespace prefetchlab::apps {
@@ -45,6 +46,7 @@ struct CalibrateOptions {
   std::optional<double> max_fit_error;
   bool force = false;
   std::vector<std::string> overrides;
+  LauncherOptions launcher;
 };
 
 struct LogFit {
@@ -210,6 +212,19 @@ int run_calibrate(const CalibrateOptions& options) {
     d.output = o.output;
     d.iterations = o.iterations;
     if (o.tolerance_set) d.tolerance = o.tolerance;
+    // --launcher env: this process is one rank of the group; rank 0 writes the profile.
+    std::vector<std::string> identity{"--backend=" + o.backend, "--base=" + base_name, "--iterations=" + std::to_string(o.iterations)};
+    for (const auto& s : o.overrides) identity.push_back("--set=" + s);
+    const std::unique_ptr<gpu::ProcessLink> link = join_process_job(o.launcher, "calibrate", o.scenario, identity);
+    if (link && o.ranks && *o.ranks != link->world_size()) {
+      throw core::InputError({"<command line>", 0}, "--ranks", std::to_string(*o.ranks) + " with " + std::to_string(link->world_size()) +
+                             " ranks launched (" + link->launch().launcher + ")", "no --ranks with --launcher env (the launcher's count)");
+    }
+    if (link) {
+      d.ranks = link->world_size();
+      d.process = link.get();
+      d.rank_timeout = o.launcher.rank_timeout();
+    }
     return run_device_calibration(d);
   }
   if (o.hardware.empty()) {
@@ -316,6 +331,7 @@ CLI::App* add_calibrate_command(CLI::App& app, int* exit_code) {
   c->add_option("--tolerance", o->tolerance, "largest relative error within one fitted size range (default 0.02; 0.05 with --backend)")
       ->check(CLI::Range(1e-6, 1.0))
       ->each([o](const std::string&) { o->tolerance_set = true; });
+  add_launcher_options(c, o->launcher);
   c->callback([o, exit_code] { *exit_code = run_guarded([&] { return run_calibrate(*o); }); });
   return c;
 }

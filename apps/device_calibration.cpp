@@ -133,12 +133,12 @@ core::CollectiveFit fit(const std::vector<gpu::CollectiveTiming>& timings, int r
 // The measured time at each size (the faster placement, as the fit takes), sizes increasing
 // and times made non-decreasing: a later size that measured faster on a busy machine would
 // make a bigger bucket cheaper than a smaller one.
-core::MeasuredCollectiveCurve measured_curve(core::NcclTestsOp op, int ranks,
+core::MeasuredCollectiveCurve measured_curve(core::NcclTestsOp op, int ranks, int nodes,
                                              const std::vector<gpu::CollectiveTiming>& timings) {
   core::MeasuredCollectiveCurve curve;
   curve.op = op;
   curve.ranks = ranks;
-  curve.nodes = 1;  // the device group is one machine
+  curve.nodes = nodes;  // one machine, unless the ranks were processes on several
   for (const auto& t : timings) {
     if (t.bytes <= 0 || (!curve.sizes_bytes.empty() && t.bytes <= curve.sizes_bytes.back())) continue;
     const double time_us = std::max(best_time_us(t), curve.times_us.empty() ? 0.0 : curve.times_us.back());
@@ -173,7 +173,8 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   const std::filesystem::path base_path =
       !o.base.empty() ? o.base : std::filesystem::path(scenario->cluster.hardware.source_file);
   const core::HardwareProfile base = core::load_hardware_profile(base_path);
-  if (o.ranks > base.gpus_per_node) {
+  // Ranks as processes may span nodes: their count per node is checked once they have run.
+  if (!o.process && o.ranks > base.gpus_per_node) {
     throw core::InputError({"<command line>", 0}, "--ranks", std::to_string(o.ranks) + " ranks but the base profile " +
                            base.name + " has " + std::to_string(base.gpus_per_node) + " GPUs per node",
                            "at most gpus_per_node ranks, or another --base");
@@ -186,6 +187,8 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   gpu::DeviceGroupOptions group_options;
   group_options.world_size = o.ranks;
   group_options.capacity_bytes = static_cast<std::uint64_t>(base.gpu.memory_bytes);
+  group_options.process = o.process;
+  if (o.process) group_options.collective_timeout = o.rank_timeout;
   std::unique_ptr<gpu::DeviceGroup> group;
   try {
     group = gpu::make_device_group(*backend, group_options);
@@ -200,6 +203,15 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   mb.memory_pass_sizes_bytes = plan.memory_pass_sizes_bytes;
   mb.copy_sizes_bytes = plan.copy_sizes_bytes;
   const gpu::MicrobenchmarkResults r = gpu::run_microbenchmarks(*group, mb);
+  if (!r.has_results) {
+    std::printf("rank %d of %d: microbenchmarks done; rank 0 writes the profile\n", o.process->rank(), o.process->world_size());
+    return kExitOk;
+  }
+  if (r.ranks_per_node > base.gpus_per_node) {
+    throw core::InputError({"<environment>", 0}, "--launcher env", std::to_string(r.ranks_per_node) + " ranks ran on one node but the base profile " +
+                           base.name + " has " + std::to_string(base.gpus_per_node) + " GPUs per node",
+                           "at most gpus_per_node ranks per node, or another --base");
+  }
 
   std::printf("# calibrate --backend %s: %d rank(s), bf16, %d timed repetitions per point\n", o.backend.c_str(),
               o.ranks, o.iterations);
@@ -239,7 +251,7 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
       if (op == core::NcclTestsOp::kAllGather) values["collective_latency_us"] = fmt("%.6g", std::max(0.0, f.latency_us()));
       notes << "#   " << core::nccl_tests_op_name(op) << ": latency " << fmt("%.2f", f.latency_us()) << " us, busBW "
             << fmt("%.3f", bus_bandwidth_gb_per_s) << " GB/s\n";
-      const core::MeasuredCollectiveCurve curve = measured_curve(op, o.ranks, *timings);
+      const core::MeasuredCollectiveCurve curve = measured_curve(op, o.ranks, r.nodes, *timings);
       curves_yaml += core::measured_curve_yaml(curve, 0);
       std::printf("# saved as measured_collectives: %zu sizes\n", curve.sizes_bytes.size());
     }

@@ -2,10 +2,13 @@
 // `prefetchlab calibrate --backend host|cuda`: microbenchmarks on a device group
 // (gpu_backend/microbenchmarks.hpp), fitted into a hardware profile the simulator reads. Never
 // runs a scenario: only kernels of given shapes, collectives, copies and launches.
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "gpu_backend/process_link.hpp"
 
 namespace prefetchlab::apps {
 
@@ -23,6 +26,9 @@ struct DeviceCalibrationOptions {
   // be written; unset: kGpuMaxFitError on a GPU, unchecked on the host device.
   std::optional<double> max_fit_error;
   bool force = false;  // write the profile even when a fit is above max_fit_error
+  // Set (`--launcher env`): this process is one rank of `ranks`; rank 0 writes the profile.
+  gpu::ProcessLink* process = nullptr;
+  std::chrono::milliseconds rank_timeout{60'000};
 };
 
 // The GPU default of --max-fit-error.

@@ -1,14 +1,18 @@
 #include "gpu_backend/microbenchmarks.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "core/metrics/metrics.hpp"
+#include "gpu_backend/process_link.hpp"
 #include "gpu_backend/rank_failure.hpp"
 
 namespace prefetchlab::gpu {
@@ -103,6 +107,16 @@ struct RankResults {
   double launch_ns = 0, collective_launch_ns = 0;
   ContentionTiming contention;
 };
+
+// Each rank's results in JSON, for ranks that are processes (every field; doubles round-trip).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankResults, all_gather, reduce_scatter, gemm_ns, gemm_backward_ns, adam_elements_per_s,
+                                   memory_passes, h2d, d2h, launch_ns, collective_launch_ns, contention)
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
 
 std::vector<CollectiveTiming> collective_sweep(Device& device, StreamId comm, Buffers& buffers, CollectiveOp op,
                                                const MicrobenchmarkOptions& o) {
@@ -289,7 +303,7 @@ RankResults run_rank(Device& device, const MicrobenchmarkOptions& o) {
 
 void run_on_ranks(DeviceGroup& group, const std::function<void(Device&)>& fn) {
   std::vector<std::thread> threads;
-  for (int rank = 0; rank < group.world_size(); ++rank) {
+  for (const int rank : group.local_ranks()) {
     threads.emplace_back([&group, &fn, rank] {
       try {
         fn(group.device(rank));
@@ -309,8 +323,30 @@ MicrobenchmarkResults run_microbenchmarks(DeviceGroup& group, const Microbenchma
   const int world = group.world_size();
   std::vector<RankResults> ranks(static_cast<std::size_t>(world));
   run_on_ranks(group, [&](Device& device) { ranks[static_cast<std::size_t>(device.rank())] = run_rank(device, options); });
+  std::vector<std::string> hosts(static_cast<std::size_t>(world), host_name());
 
   MicrobenchmarkResults out;
+  if (ProcessLink* link = group.process_link()) {
+    // Each process measured its own rank: rank 0 gathers them all.
+    const nlohmann::json mine{{"host", host_name()}, {"results", ranks[static_cast<std::size_t>(link->rank())]}};
+    const auto all = link->gather(mine.dump());
+    if (const auto failure = group.failure()) throw std::runtime_error(failure->message());
+    if (link->rank() != 0) {
+      out.has_results = false;
+      return out;
+    }
+    for (int r = 0; r < world; ++r) {
+      const auto& text = all.at(static_cast<std::size_t>(r));
+      if (!text) throw std::runtime_error("rank " + std::to_string(r) + " sent no microbenchmark results");
+      const auto doc = nlohmann::json::parse(*text);
+      hosts[static_cast<std::size_t>(r)] = doc.at("host").get<std::string>();
+      ranks[static_cast<std::size_t>(r)] = doc.at("results").get<RankResults>();
+    }
+  }
+  std::map<std::string, int> per_host;
+  for (const auto& h : hosts) ++per_host[h];
+  out.nodes = static_cast<int>(per_host.size());
+  for (const auto& [h, n] : per_host) out.ranks_per_node = std::max(out.ranks_per_node, n);
   out.world_size = world;
   const double n = world;
   auto mean = [&](auto field) {

@@ -5,16 +5,19 @@
 // host<->device copies, the host cost of enqueueing a kernel and a collective, and a GEMM
 // overlapped with an all-gather (contention). Never a scenario's model run: only these kernels.
 // Every rank runs every benchmark at once on its own thread, as ranks do in training (on the host
-// device they share the CPU, which is part of what is measured).
+// device they share the CPU, which is part of what is measured). When the ranks are processes
+// (`--launcher env`), each measures its own and rank 0 combines them all.
 #include <cstdint>
 #include <functional>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "gpu_backend/device_group.hpp"
 
 namespace prefetchlab::gpu {
 
-// Runs fn(device) on one thread per rank; the first exception aborts the group (so no rank
+// Runs fn(device) on one thread per local rank; the first exception aborts the group (so no rank
 // waits forever in a collective) and is rethrown here as a RunAborted-style runtime_error.
 void run_on_ranks(DeviceGroup& group, const std::function<void(Device&)>& fn);
 
@@ -77,7 +80,11 @@ struct ContentionTiming {
 };
 
 struct MicrobenchmarkResults {
+  // False on the ranks other than 0 of a job whose ranks are processes: rank 0 holds the results.
+  bool has_results = true;
   int world_size = 1;
+  int nodes = 1;           // distinct hosts the ranks ran on
+  int ranks_per_node = 1;  // the most ranks on one host
   std::vector<CollectiveTiming> all_gather, reduce_scatter;  // empty on one rank
   std::vector<GemmTiming> gemms;
   std::vector<SizeTiming> memory_passes;  // per memory_pass_sizes_bytes: bytes read (written as many)
@@ -89,5 +96,11 @@ struct MicrobenchmarkResults {
 };
 
 MicrobenchmarkResults run_microbenchmarks(DeviceGroup& group, const MicrobenchmarkOptions& options);
+
+// Their JSON form (a process rank's results travel to rank 0 in it).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CollectiveTiming, bytes, count, out_of_place_us, in_place_us)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SizeTiming, bytes, time_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ContentionTiming, gemm_alone_ns, gemm_overlapped_ns, collective_alone_ns,
+                                   collective_overlapped_ns)
 
 }  // namespace prefetchlab::gpu

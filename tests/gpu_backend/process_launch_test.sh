@@ -2,7 +2,8 @@
 # `validate --backend host --launcher env`: the ranks as processes launched by a plain shell loop
 # on loopback, as torchrun would set them (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
 # MASTER_PORT). Checks that
-#   - 2 and 4 processes give the records of 2 and 4 threads in every non-timing field;
+#   - 2 and 4 processes give the records of 2 and 4 threads in every non-timing field, and
+#     `calibrate --backend host` as 2 processes writes the profile the thread version writes;
 #   - a rank killed mid-run ends the others with exit 3 and a message naming it, at once;
 #   - a rank that stops answering (SIGSTOP) ends them within --rank-timeout, naming it;
 #   - ranks that run different scenarios, a WORLD_SIZE that is not the scenario's, and a missing
@@ -50,6 +51,27 @@ for world in 2 4; do
   grep -q "rank 1 of $world: 1 run(s) done; rank 0 writes the report" "$work/processes$world.rank1.log" || fail "rank 1's closing line"
   python3 "$here/compare_records.py" "$work/threads$world" "$work/processes$world" || fail "$world processes vs $world threads"
 done
+
+# calibrate --backend host as 2 processes: rank 0 writes a profile with the keys the thread
+# version writes, and the collective curves of 2 ranks on 1 node.
+"$cli" calibrate --backend host --iterations 1 -o "$work/threads.yaml" >"$work/calibrate-threads.log" 2>&1 || fail "calibrate, threads"
+port=$(free_port)
+for r in 0 1; do
+  RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$cli" calibrate --backend host --launcher env --iterations 1 \
+    -o "$work/processes.yaml" >"$work/calibrate.rank$r.log" 2>&1 &
+  rank_pids[r]=$!
+  pids+=($!)
+done
+for r in 0 1; do
+  wait_rank "${rank_pids[r]}"
+  [[ $rc == 0 ]] || fail "calibrate rank $r exited $rc"
+done
+grep -q "rank 1 of 2: microbenchmarks done; rank 0 writes the profile" "$work/calibrate.rank1.log" || fail "calibrate rank 1's line"
+# The calibration section's keys (two-space indented under `calibration:`).
+calibration_keys() { awk '/^calibration:/ {on = 1; next} /^[^ ]/ {on = 0} on && /^  [a-z_]+:/ {print $1}' "$1" | sort; }
+[[ $(calibration_keys "$work/threads.yaml") == "$(calibration_keys "$work/processes.yaml")" ]] ||
+  fail "calibrate: the profiles' calibration keys differ"
+grep -A2 -- "- op: all_gather" "$work/processes.yaml" | grep -q "ranks: 2" || fail "calibrate: no 2-rank all_gather curve"
 
 # A rank killed mid-run (a long run: 2,000 iterations take minutes here).
 long=(--set training.iterations=2000 --repeats 1)
@@ -101,4 +123,4 @@ env -u RANK -u WORLD_SIZE -u SLURM_PROCID "$cli" validate "$scenario" --backend 
   >"$work/none.log" 2>&1 || rc=$?
 [[ $rc == 2 ]] || fail "no launch environment: exit $rc, expected 2"
 grep -q "neither RANK and WORLD_SIZE (torchrun) nor SLURM_PROCID (srun) is set" "$work/none.log" || fail "the missing environment's message"
-echo "process launch: 2 and 4 processes equal threads; killed, stopped, mismatched and unlaunched ranks reported"
+echo "process launch: 2 and 4 processes equal threads, calibrate as 2 processes; killed, stopped, mismatched and unlaunched ranks reported"
