@@ -224,6 +224,7 @@ int run_calibrate(const CalibrateOptions& options) {
       d.ranks = link->world_size();
       d.process = link.get();
       d.rank_timeout = o.launcher.rank_timeout();
+      d.process_data = o.launcher.data_path();
     }
     return run_device_calibration(d);
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu_backend/process_link.hpp"
+#include "gpu_backend/process_transport.hpp"
 
 namespace prefetchlab::apps {
 
@@ -29,6 +30,7 @@ struct DeviceCalibrationOptions {
   // Set (`--launcher env`): this process is one rank of `ranks`; rank 0 writes the profile.
   gpu::ProcessLink* process = nullptr;
   std::chrono::milliseconds rank_timeout{60'000};
+  gpu::host::ProcessDataPath process_data = gpu::host::ProcessDataPath::kAuto;
 };
 
 // The GPU default of --max-fit-error.

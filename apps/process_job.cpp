@@ -19,6 +19,12 @@ void add_launcher_options(CLI::App* command, LauncherOptions& options) {
                    "seconds a rank may stay away from a collective others wait in before the job fails naming it "
                    "(default 60)")
       ->check(CLI::Range(0.1, 86400.0));
+  command
+      ->add_option("--process-data", options.process_data,
+                   "with --launcher env and --backend host: how collectives' data moves between the processes: shm "
+                   "(shared memory; every rank on one node), tcp (through rank 0's store) or auto (shm when every rank "
+                   "is on one node; default)")
+      ->check(CLI::IsMember({"auto", "shm", "tcp"}));
 }
 
 std::unique_ptr<gpu::ProcessLink> join_process_job(const LauncherOptions& options, const std::string& command,

@@ -11,12 +11,16 @@
 #include <CLI/CLI.hpp>
 
 #include "gpu_backend/process_link.hpp"
+#include "gpu_backend/process_transport.hpp"
 
 namespace prefetchlab::apps {
 
 struct LauncherOptions {
   std::string launcher = "threads";
   double rank_timeout_s = 60;  // a rank silent in a collective this long fails the job
+  std::string process_data = "auto";  // the host device's data path between processes
+
+  gpu::host::ProcessDataPath data_path() const { return *gpu::host::parse_process_data_path(process_data); }
 
   std::chrono::milliseconds rank_timeout() const {
     return std::chrono::milliseconds(static_cast<std::int64_t>(rank_timeout_s * 1000));

@@ -147,6 +147,7 @@ int validate(const ValidateOptions& o) {
   group_options.capacity_bytes = static_cast<std::uint64_t>(scenario.cluster.hardware.gpu.memory_bytes);
   group_options.allocator = scenario.memory.allocator;
   group_options.process = link.get();
+  group_options.process_data = o.launcher.data_path();
   if (link) group_options.collective_timeout = o.launcher.rank_timeout();
   std::vector<gpu::ExecutorResult> runs;
   std::vector<core::SummaryStats> real_stats;
@@ -157,6 +158,8 @@ int validate(const ValidateOptions& o) {
       group = gpu::make_device_group(*backend, group_options);
     } catch (const gpu::BackendUnavailable& e) {
       throw core::InputError({"<command line>", 0}, "--backend", e.what(), "a backend this machine can run");
+    } catch (const std::invalid_argument& e) {
+      throw core::InputError({"<command line>", 0}, "--process-data", e.what(), "auto or tcp across nodes");
     }
     std::optional<gpu::Executor> executor;
     try {

@@ -31,6 +31,7 @@ std::unique_ptr<DeviceGroup> make_device_group(Backend backend, const DeviceGrou
     host.allocator = options.allocator;
     host.collective_timeout = options.collective_timeout;
     host.process = options.process;
+    host.process_data = options.process_data;
     return std::make_unique<HostDeviceGroup>(host);
   }
 #ifdef PREFETCHLAB_HAVE_CUDA

@@ -11,6 +11,7 @@
 
 #include "core/memory/allocator_options.hpp"
 #include "gpu_backend/device_group.hpp"
+#include "gpu_backend/process_transport.hpp"
 
 namespace prefetchlab::gpu {
 
@@ -31,6 +32,8 @@ struct DeviceGroupOptions {
   // Set: the ranks are processes (`--launcher env`); the group holds this process's rank only
   // and world_size is the link's.
   ProcessLink* process = nullptr;
+  // The host device's data path between processes (gpu_backend/process_transport.hpp).
+  host::ProcessDataPath process_data = host::ProcessDataPath::kAuto;
 };
 
 // The backend cannot run here: not built, no GPU, or fewer GPUs than ranks. The message says

@@ -292,7 +292,7 @@ HostDeviceGroup::HostDeviceGroup(const HostDeviceOptions& options)
       epoch_(std::chrono::steady_clock::now()) {
   if (world_size_ < 1) throw std::invalid_argument("a device group needs at least one rank");
   if (process_) {
-    transport_ = std::make_unique<host::ProcessTransport>(*process_);
+    transport_ = std::make_unique<host::ProcessTransport>(*process_, options.process_data);
     first_local_rank_ = process_->rank();
     devices_.push_back(std::make_unique<HostDevice>(first_local_rank_, *this, options));
     // A failure here (a rank thread's or a stream worker's) reaches every other process; one

@@ -26,6 +26,7 @@
 #include "gpu_backend/failure_state.hpp"
 #include "gpu_backend/collective_transport.hpp"
 #include "gpu_backend/process_link.hpp"
+#include "gpu_backend/process_transport.hpp"
 #include "gpu_backend/stream_worker.hpp"
 
 namespace prefetchlab::gpu {
@@ -41,6 +42,7 @@ struct HostDeviceOptions {
   // Set: the ranks are processes; this group holds the link's rank only (world_size is the
   // link's) and its collectives go through rank 0's store (process_transport.hpp).
   ProcessLink* process = nullptr;
+  host::ProcessDataPath process_data = host::ProcessDataPath::kAuto;
 };
 
 class HostDeviceGroup;

@@ -1,5 +1,7 @@
 #include "gpu_backend/process_link.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "prefetchlab/version.hpp"
@@ -17,7 +19,9 @@ ProcessLink::ProcessLink(const LaunchRank& me, const std::string& run, std::chro
     : me_(me), timeout_(timeout) {
   if (me.rank == 0) store_ = std::make_unique<net::ProcessStore>(net::StoreOptions{me.master_port, me.world_size, timeout});
   connection_ = net::TcpConnection::connect(me.master_addr, me.master_port, timeout);
-  send(Message::kHello, {{"rank", me.rank}, {"world_size", me.world_size}, {"version", kVersion}, {"run", run}});
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  send(Message::kHello, {{"rank", me.rank}, {"world_size", me.world_size}, {"version", kVersion}, {"run", run}, {"host", host}});
   const auto deadline = Clock::now() + timeout + std::chrono::seconds(5);
   for (;;) {
     std::optional<net::Frame> frame;
@@ -28,6 +32,8 @@ ProcessLink::ProcessLink(const LaunchRank& me, const std::string& run, std::chro
                                std::to_string(me.master_port) + " closed the connection before every rank joined (" + e.what() + ")");
     }
     if (frame && frame->type == static_cast<std::uint32_t>(Message::kWelcome)) {
+      same_host_ = frame->header.value("same_host", false);
+      job_ = frame->header.value("job", std::string("prefetchlab-job"));
       last_heard_ = Clock::now();
       reader_ = std::thread([this] { read_loop(); });
       return;

@@ -48,6 +48,12 @@ class ProcessLink {
   int rank() const { return me_.rank; }
   int world_size() const { return me_.world_size; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // Every rank runs on one host (the same host name): shared memory can carry collectives.
+  bool same_host() const { return same_host_; }
+  // A name for this job, the same on every rank, unique on the node while it runs.
+  const std::string& job() const { return job_; }
+  // The device groups made on this link, counted (every rank makes them in the same order).
+  int next_group() { return groups_++; }
 
   // The run whose FailureState hears the store's aborts (a device group's; null for none).
   void set_failure_sink(FailureState* sink);
@@ -77,6 +83,9 @@ class ProcessLink {
 
   LaunchRank me_;
   std::chrono::milliseconds timeout_;
+  bool same_host_ = false;
+  std::string job_;
+  int groups_ = 0;
   std::unique_ptr<net::ProcessStore> store_;  // rank 0
   net::TcpConnection connection_;
   std::mutex send_mutex_, failure_mutex_;

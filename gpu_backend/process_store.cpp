@@ -1,9 +1,11 @@
 #include "gpu_backend/process_store.hpp"
 
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -38,6 +40,7 @@ struct Peer {
   std::deque<std::vector<std::byte>> reports;
   std::vector<std::string> gets;  // keys asked for, not yet put
   std::string doing = "setup";    // for messages: what it last asked for
+  std::string host;               // its host name, from its hello
 };
 
 
@@ -45,7 +48,13 @@ struct Peer {
 
 class ProcessStore::Server {
  public:
-  Server(const StoreOptions& options) : options_(options), listener_(options.port), started_(Clock::now()) {}
+  Server(const StoreOptions& options)
+      : options_(options),
+        listener_(options.port),
+        started_(Clock::now()),
+        job_("prefetchlab-" + std::to_string(options.port) + "-" + std::to_string(::getpid())) {}
+
+  const std::string& job() const { return job_; }
 
   // One pass of the loop; false once every rank has left.
   bool step() {
@@ -207,9 +216,11 @@ class ProcessStore::Server {
     p.rank = rank;
     if (!first_hello_) first_hello_ = h;
     const auto all = ranks();
+    p.host = h.value("host", std::string());
     if (std::all_of(all.begin(), all.end(), [](const Peer* q) { return q != nullptr; })) {
       admitted_ = true;
-      for (Peer* q : all) send(*q, Message::kWelcome, json::object());
+      const bool same_host = std::all_of(all.begin(), all.end(), [&](const Peer* q) { return q->host == all[0]->host; });
+      for (Peer* q : all) send(*q, Message::kWelcome, {{"same_host", same_host}, {"job", job_}});
     }
   }
 
@@ -234,8 +245,8 @@ class ProcessStore::Server {
     const json& a = calls[0].header;
     for (std::size_t r = 1; r < calls.size(); ++r) {
       const json& b = calls[r].header;
-      for (const char* field : {"kind", "type", "op", "seq", "send_bytes", "recv_bytes"}) {
-        if (a.at(field) != b.at(field)) {
+      for (const char* field : {"kind", "type", "op", "seq", "send_bytes", "recv_bytes", "shared_memory"}) {
+        if (a.value(field, json()) != b.value(field, json())) {
           std::ostringstream reason;
           reason << "collective mismatch:";
           for (std::size_t q = 0; q < calls.size(); ++q) reason << " rank " << q << " issued " << calls[q].what() << ";";
@@ -245,6 +256,12 @@ class ProcessStore::Server {
       }
     }
     const auto kind = a.at("kind").get<std::string>();
+    // The data went through shared memory (or this is the barrier after it): every rank only
+    // needs to know that all have arrived.
+    if (a.value("shared_memory", false) || kind == "barrier") {
+      for (Peer* q : all) send(*q, Message::kResult, json::object());
+      return;
+    }
     const auto type = static_cast<ElementType>(a.at("type").get<int>());
     const auto op = static_cast<ReduceOp>(a.at("op").get<int>());
     const auto send_bytes = a.at("send_bytes").get<std::uint64_t>();
@@ -367,6 +384,7 @@ class ProcessStore::Server {
   std::optional<RankFailure> failure_;
   std::map<std::string, std::vector<std::byte>> values_;
   Clock::time_point last_arrival_{}, last_report_{}, last_heartbeat_{};
+  std::string job_;  // names this job's shared memory files (shared_memory_slots.hpp)
 };
 
 ProcessStore::ProcessStore(const StoreOptions& options) : server_(std::make_unique<Server>(options)) {
@@ -387,6 +405,11 @@ ProcessStore::~ProcessStore() {
   while (!done_.load() && Clock::now() < deadline) std::this_thread::sleep_for(kPoll);
   stop_.store(true);
   thread_.join();
+  // Shared memory files a killed rank on this node left behind (each rank removes its own).
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", error)) {
+    if (entry.path().filename().string().rfind(server_->job() + "-", 0) == 0) std::filesystem::remove(entry.path(), error);
+  }
 }
 
 }  // namespace prefetchlab::gpu::net

@@ -18,6 +18,7 @@
 #include "gpu_backend/executor.hpp"
 #include "gpu_backend/host_device.hpp"
 #include "gpu_backend/process_link.hpp"
+#include "gpu_backend/process_transport.hpp"
 #include "gpu_backend/rank_records.hpp"
 #include "tests/support/sanitizer.hpp"
 
@@ -238,10 +239,10 @@ TEST(RankRecords, SurviveTheirJsonForm) {
 // The executor with one rank per "process" gives rank 0 the very records of the thread version
 // in every field that is not a time (reserved memory follows when each stream's work finishes)
 // and every rank the same plans.
-class ProcessExecutor : public ::testing::TestWithParam<int> {};
+class ProcessExecutor : public ::testing::TestWithParam<std::tuple<int, pg::host::ProcessDataPath>> {};
 
 TEST_P(ProcessExecutor, MatchesTheThreadVersionInEveryNonTimingField) {
-  const int world = GetParam();
+  const auto [world, data_path] = GetParam();
   const pc::Scenario s = host_scenario(world, {"training.iterations=3"});
   pg::ExecutorOptions options;
   options.record_plans = true;
@@ -253,8 +254,10 @@ TEST_P(ProcessExecutor, MatchesTheThreadVersionInEveryNonTimingField) {
   const auto errors = on_process_ranks(world, [&](pg::ProcessLink& link) {
     pg::HostDeviceOptions o = options_of(s);
     o.process = &link;
+    o.process_data = data_path;
     pg::HostDeviceGroup group(o);
     EXPECT_EQ(group.local_ranks(), std::vector<int>{link.rank()});
+    EXPECT_TRUE(link.same_host());
     results[static_cast<std::size_t>(link.rank())] = pg::Executor(s, group, options).run();
   });
   for (const auto& e : errors) ASSERT_EQ(e, "");
@@ -297,4 +300,31 @@ TEST_P(ProcessExecutor, MatchesTheThreadVersionInEveryNonTimingField) {
   EXPECT_FALSE(processes.metrics.memory.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, ProcessExecutor, ::testing::Values(2, 3));
+INSTANTIATE_TEST_SUITE_P(RanksAndDataPaths, ProcessExecutor,
+                         ::testing::Combine(::testing::Values(2, 3),
+                                            ::testing::Values(pg::host::ProcessDataPath::kSharedMemory, pg::host::ProcessDataPath::kTcp)));
+
+TEST(ProcessTransport, SharedMemoryMovesTheSameBytesAsTheStore) {
+  // One all-reduce of 3 ranks' bf16 values each way: the same bits.
+  std::vector<std::vector<std::byte>> out[2];
+  int path_index = 0;
+  for (auto path : {pg::host::ProcessDataPath::kSharedMemory, pg::host::ProcessDataPath::kTcp}) {
+    auto& results = out[path_index++];
+    results.assign(3, {});
+    on_process_ranks(3, [&](pg::ProcessLink& link) {
+      pg::host::ProcessTransport transport(link, path);
+      EXPECT_EQ(transport.uses_shared_memory(), path == pg::host::ProcessDataPath::kSharedMemory);
+      std::vector<std::uint16_t> values(1000);
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::uint16_t>(0x3f80 + (i * 7 + link.rank() * 13) % 200);
+      pg::host::CollectiveCall call;
+      call.kind = pg::host::CollectiveKind::kAllReduce;
+      call.type = pg::ElementType::kBF16;
+      call.send = call.recv = pg::DeviceSpan{reinterpret_cast<std::uint64_t>(values.data()), values.size() * 2};
+      transport.run(link.rank(), call);
+      const auto bytes = std::as_bytes(std::span(values));
+      results[static_cast<std::size_t>(link.rank())].assign(bytes.begin(), bytes.end());
+    });
+  }
+  EXPECT_EQ(out[0], out[1]);
+  EXPECT_EQ(out[0][0], out[0][2]);
+}

@@ -2,7 +2,8 @@
 # `validate --backend host --launcher env`: the ranks as processes launched by a plain shell loop
 # on loopback, as torchrun would set them (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
 # MASTER_PORT). Checks that
-#   - 2 and 4 processes give the records of 2 and 4 threads in every non-timing field, and
+#   - 2 and 4 processes give the records of 2 and 4 threads in every non-timing field, with the
+#     data through shared memory and through rank 0's store (TCP), and
 #     `calibrate --backend host` as 2 processes writes the profile the thread version writes;
 #   - a rank killed mid-run ends the others with exit 3 and a message naming it, at once;
 #   - a rank that stops answering (SIGSTOP) ends them within --rank-timeout, naming it;
@@ -27,7 +28,7 @@ scenario=$repo/scenarios/host/tiny-llama-host.yaml
 # launch WORLD NAME [ARGS...]: one process per rank in the background; pids in rank_pids.
 launch() {
   local world=$1 name=$2; shift 2
-  local port; port=$(free_port)
+  port=$(free_port)  # the job's: its shared memory files are named by it
   rank_pids=()
   for ((r = 0; r < world; r++)); do
     RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
@@ -36,21 +37,29 @@ launch() {
     pids+=($!)
   done
 }
+# Each rank removes its shared memory file; rank 0's store removes what a killed rank left.
+shm_left() { ls /dev/shm 2>/dev/null | grep -c "^prefetchlab-$1-" || true; }
 # wait_rank PID: its exit code in rc (not in a subshell, which cannot wait for this shell's children)
 wait_rank() { rc=0; wait "$1" || rc=$?; }
 
+# 2 processes move collective data through shared memory (every rank is on this node), 4
+# through rank 0's store (TCP), as ranks on several nodes do.
 for world in 2 4; do
   set_world=(--set "cluster.gpus_per_node=$world" --repeats 1)
+  data=shm
+  ((world == 4)) && data=tcp
   "$cli" validate "$scenario" --backend host "${set_world[@]}" -o "$work/threads$world" >"$work/threads$world.log" 2>&1 ||
     fail "$world threads"
-  launch "$world" "processes$world" "${set_world[@]}"
+  launch "$world" "processes$world" "${set_world[@]}" --process-data "$data"
   for ((r = 0; r < world; r++)); do
     wait_rank "${rank_pids[r]}"
     [[ $rc == 0 ]] || fail "rank $r of $world processes exited $rc"
   done
   grep -q "rank 1 of $world: 1 run(s) done; rank 0 writes the report" "$work/processes$world.rank1.log" || fail "rank 1's closing line"
-  python3 "$here/compare_records.py" "$work/threads$world" "$work/processes$world" || fail "$world processes vs $world threads"
+  python3 "$here/compare_records.py" "$work/threads$world" "$work/processes$world" || fail "$world processes ($data) vs $world threads"
+  [[ $(shm_left "$port") == 0 ]] || fail "$world processes left shared memory files"
 done
+
 
 # calibrate --backend host as 2 processes: rank 0 writes a profile with the keys the thread
 # version writes, and the collective curves of 2 ranks on 1 node.
@@ -84,6 +93,7 @@ wait_rank "${rank_pids[0]}"
 ((SECONDS - killed_at <= 10)) || fail "rank 0 took $((SECONDS - killed_at)) s to end after rank 1 was killed"
 grep -q "rank 1 failed in .*its process exited or its connection to the store broke" "$work/killed.rank0.log" ||
   fail "rank 0's message does not name rank 1"
+[[ $(shm_left "$port") == 0 ]] || fail "the killed rank's shared memory file is left"
 
 # A rank that stops answering: the others end within --rank-timeout (2 s), naming it.
 launch 2 stopped "${long[@]}" --rank-timeout 2
