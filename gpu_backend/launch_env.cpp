@@ -67,8 +67,16 @@ LaunchRank launch_rank_from(const std::function<const char*(const char*)>& looku
   } else {
     env.bad("MASTER_ADDR", "", "the host name or address of rank 0's node");
   }
-  if (env.raw("MASTER_PORT")) {
+  if (env.raw("PREFETCHLAB_STORE_PORT")) {
+    out.master_port = static_cast<int>(env.integer("PREFETCHLAB_STORE_PORT", 1, 65535, "a TCP port, 1 .. 65535"));
+  } else if (env.raw("MASTER_PORT")) {
     out.master_port = static_cast<int>(env.integer("MASTER_PORT", 1, 65535, "a TCP port, 1 .. 65535"));
+    const char* agent_store = env.raw("TORCHELASTIC_USE_AGENT_STORE");
+    if (agent_store && (std::string_view(agent_store) == "True" || std::string_view(agent_store) == "true" ||
+                        std::string_view(agent_store) == "1")) {
+      if (out.master_port == 65535) env.bad("MASTER_PORT", "65535", "a port below 65535 (torchrun's agent holds it; ours is the next)");
+      ++out.master_port;
+    }
   } else if (slurm && !torchrun && env.raw("SLURM_JOB_ID")) {
     out.master_port = kDefaultPort + static_cast<int>(env.integer("SLURM_JOB_ID", 0, 1LL << 62, "a job id") % 10000);
   } else {

@@ -9,6 +9,9 @@
 //     ran on, which is in the allocation under sbatch), MASTER_PORT to 29500 + SLURM_JOB_ID mod
 //     10000, so two jobs sharing a node do not meet.
 // RANK/WORLD_SIZE win over the Slurm names when both are set (a torchrun inside an allocation).
+// torchrun's agent itself serves a TCPStore on MASTER_PORT when it sets
+// TORCHELASTIC_USE_AGENT_STORE=True (pytorch/pytorch#125743), so rank 0's store then takes
+// MASTER_PORT + 1. PREFETCHLAB_STORE_PORT, when set, is the port in every case.
 #include <functional>
 #include <string>
 

@@ -83,3 +83,15 @@ TEST(LaunchEnv, OneRankNeedsNoAddress) {
   const auto me = read({{"RANK", "0"}, {"WORLD_SIZE", "1"}});
   EXPECT_EQ(me.master_addr, "127.0.0.1");
 }
+
+TEST(LaunchEnv, StepsAsideFromTorchrunsAgentStore) {
+  const std::map<std::string, std::string> torchrun{
+      {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
+  EXPECT_EQ(read(torchrun).master_port, 29501);
+  auto chosen = torchrun;
+  chosen["PREFETCHLAB_STORE_PORT"] = "40000";
+  EXPECT_EQ(read(chosen).master_port, 40000);
+  auto no_agent = torchrun;
+  no_agent["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  EXPECT_EQ(read(no_agent).master_port, 29500);
+}
