@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <atomic>
 #include <deque>
 #include <span>
 #include <stdexcept>
@@ -390,30 +391,16 @@ class CudaDeviceGroup final : public DeviceGroup {
   explicit CudaDeviceGroup(const CudaDeviceOptions& options)
       : world_size_(options.process ? options.process->world_size() : options.world_size), process_(options.process) {
     if (process_) {
-      // One rank per process: rank 0 makes NCCL's unique id and the store hands it to the others
-      // (NCCL documentation, "Creating a communicator with options": ncclGetUniqueId on one rank,
-      // broadcast out of band, ncclCommInitRank on every rank).
-      ncclUniqueId id{};
-      if (process_->rank() == 0) {
-        check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-        process_->put("nccl_unique_id", std::as_bytes(std::span(&id, 1)));
-      } else {
-        const std::vector<std::byte> bytes = process_->get("nccl_unique_id");
-        if (bytes.size() != sizeof id) throw std::runtime_error("rank 0's NCCL unique id has the wrong size");
-        std::memcpy(&id, bytes.data(), sizeof id);
+      try {
+        join_process_group(options);
+      } catch (const std::exception& e) {
+        // The others would wait in ncclCommInitRank until their timeout: tell them now.
+        if (!dynamic_cast<const RunAborted*>(&e)) {
+          process_->abort(RankFailure{process_->rank(), "the NCCL communicator's set-up", e.what(), FailureKind::kError});
+        }
+        process_->set_failure_sink(nullptr);
+        throw;
       }
-      first_local_rank_ = process_->rank();
-      const int gpu = process_->launch().local_rank;
-      check(cudaSetDevice(gpu), "cudaSetDevice");
-      comms_.resize(1);
-      check(ncclCommInitRank(&comms_[0], world_size_, id, first_local_rank_), "ncclCommInitRank");
-      devices_.push_back(std::make_unique<CudaDevice>(first_local_rank_, gpu, *this, cublas_, comms_[0], options));
-      // A failure here reaches the other processes; one there reaches this group through the link.
-      failure_.on_first_failure([this](const RankFailure& failure) {
-        process_->abort(failure);
-        abort_comms();
-      });
-      process_->set_failure_sink(&failure_);
       return;
     }
     comms_.resize(static_cast<std::size_t>(options.world_size));
@@ -458,6 +445,61 @@ class CudaDeviceGroup final : public DeviceGroup {
   }
 
  private:
+  // One rank per process: rank 0 makes NCCL's unique id and the store hands it to the others
+  // (NCCL documentation, "Creating a communicator": ncclGetUniqueId on one rank, broadcast out
+  // of band, ncclCommInitRank on every rank).
+  void join_process_group(const CudaDeviceOptions& options) {
+    ncclUniqueId id{};
+    if (process_->rank() == 0) {
+      check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      process_->put("nccl_unique_id", std::as_bytes(std::span(&id, 1)));
+    } else {
+      const std::vector<std::byte> bytes = process_->get("nccl_unique_id");
+      if (bytes.size() != sizeof id) throw std::runtime_error("rank 0's NCCL unique id has the wrong size");
+      std::memcpy(&id, bytes.data(), sizeof id);
+    }
+    first_local_rank_ = process_->rank();
+    const int gpu = process_->launch().local_rank;
+    // A failure on another rank reaches this group through the link from here on.
+    process_->set_failure_sink(&failure_);
+    comms_.assign(1, init_rank_communicator(id, gpu, options.collective_timeout));
+    devices_.push_back(std::make_unique<CudaDevice>(first_local_rank_, gpu, *this, cublas_, comms_[0], options));
+    // A failure here reaches the other processes, and aborts the communicator.
+    failure_.on_first_failure([this](const RankFailure& failure) {
+      process_->abort(failure);
+      abort_comms();
+    });
+  }
+
+  // ncclCommInitRank blocks until every rank has called it: on a thread of its own, so that a
+  // rank that never comes (its process died: the store says so) or the timeout ends the wait.
+  // The thread then stays blocked in NCCL until the process exits; it owns what it touches.
+  ncclComm_t init_rank_communicator(const ncclUniqueId& id, int gpu, std::chrono::milliseconds timeout) {
+    struct Init {
+      ncclComm_t comm = nullptr;
+      ncclResult_t result = ncclSuccess;
+      std::atomic<bool> done{false};
+    };
+    auto init = std::make_shared<Init>();
+    const int world = world_size_, rank = first_local_rank_;
+    std::thread([init, id, world, rank, gpu] {
+      (void)cudaSetDevice(gpu);
+      init->result = ncclCommInitRank(&init->comm, world, id, rank);
+      init->done.store(true, std::memory_order_release);
+    }).detach();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!init->done.load(std::memory_order_acquire)) {
+      if (const auto failure = failure_.failure()) throw RunAborted(*failure);
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw std::runtime_error("ncclCommInitRank: not every rank joined the NCCL communicator within " +
+                                 std::to_string(timeout.count()) + " ms");
+      }
+      std::this_thread::sleep_for(FailureState::kPollInterval);
+    }
+    check(init->result, "ncclCommInitRank");
+    return init->comm;
+  }
+
   void abort_comms() {
     if (aborted_.exchange(true)) return;
     for (ncclComm_t c : comms_) ncclCommAbort(c);

@@ -73,9 +73,17 @@ void ProcessLink::read_loop() {
     try {
       frame = connection_.receive(kPoll);
     } catch (const std::exception& e) {
-      std::lock_guard lock(inbox_mutex_);
-      lost_ = e.what();
-      arrived_.notify_all();
+      {
+        std::lock_guard lock(inbox_mutex_);
+        if (stopping_) return;  // saying goodbye: the store may close first
+        lost_ = e.what();
+        arrived_.notify_all();
+      }
+      // The run fails at once, not at its next collective.
+      fail_locally(RankFailure{0, "the run",
+                               "rank 0's store at " + me_.master_addr + ":" + std::to_string(me_.master_port) +
+                                   " closed the connection (rank 0's process exited?): " + e.what(),
+                               FailureKind::kTimeout});
       return;
     }
     if (!frame) continue;
@@ -192,8 +200,20 @@ std::vector<std::byte> ProcessLink::collective(const nlohmann::json& header, std
 }
 
 std::vector<std::optional<std::string>> ProcessLink::gather(const std::string& mine) {
-  send(Message::kReport, nlohmann::json::object(), std::as_bytes(std::span(mine.data(), mine.size())));
-  const net::Frame bundle = wait_for(Message::kReports, /*abort_throws=*/false, "sending the records to rank 0");
+  // With the store gone (rank 0's process died) there is nothing to gather: the failure is
+  // recorded, and rank 0's vector holds no rank's records.
+  const std::vector<std::optional<std::string>> none(me_.rank == 0 ? static_cast<std::size_t>(me_.world_size) : 0);
+  net::Frame bundle;
+  try {
+    send(Message::kReport, nlohmann::json::object(), std::as_bytes(std::span(mine.data(), mine.size())));
+    bundle = wait_for(Message::kReports, /*abort_throws=*/false, "sending the records to rank 0");
+  } catch (const net::ConnectionLost& e) {
+    fail_locally(RankFailure{0, "sending the records to rank 0", std::string("rank 0's store is unreachable: ") + e.what(),
+                             FailureKind::kTimeout});
+    return none;
+  } catch (const RunAborted&) {
+    return none;
+  }
   std::vector<std::optional<std::string>> out;
   if (me_.rank != 0) return out;
   std::size_t at = 0;

@@ -242,7 +242,8 @@ TEST(RankRecords, SurviveTheirJsonForm) {
 class ProcessExecutor : public ::testing::TestWithParam<std::tuple<int, pg::host::ProcessDataPath>> {};
 
 TEST_P(ProcessExecutor, MatchesTheThreadVersionInEveryNonTimingField) {
-  const auto [world, data_path] = GetParam();
+  const int world = std::get<0>(GetParam());
+  const pg::host::ProcessDataPath data_path = std::get<1>(GetParam());
   const pc::Scenario s = host_scenario(world, {"training.iterations=3"});
   pg::ExecutorOptions options;
   options.record_plans = true;

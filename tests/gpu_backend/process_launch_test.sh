@@ -5,7 +5,8 @@
 #   - 2 and 4 processes give the records of 2 and 4 threads in every non-timing field, with the
 #     data through shared memory and through rank 0's store (TCP), and
 #     `calibrate --backend host` as 2 processes writes the profile the thread version writes;
-#   - a rank killed mid-run ends the others with exit 3 and a message naming it, at once;
+#   - a rank killed mid-run (rank 0, whose process serves the store, or another) ends the
+#     others with exit 3 and a message naming it, at once;
 #   - a rank that stops answering (SIGSTOP) ends them within --rank-timeout, naming it;
 #   - ranks that run different scenarios, a WORLD_SIZE that is not the scenario's, and a missing
 #     environment are bad input (exit 2) with a clear message.
@@ -94,6 +95,17 @@ wait_rank "${rank_pids[0]}"
 grep -q "rank 1 failed in .*its process exited or its connection to the store broke" "$work/killed.rank0.log" ||
   fail "rank 0's message does not name rank 1"
 [[ $(shm_left "$port") == 0 ]] || fail "the killed rank's shared memory file is left"
+
+# Rank 0 killed mid-run: its store goes with it, and the others end at once, naming it.
+launch 2 killed0 "${long[@]}"
+sleep 2
+kill -9 "${rank_pids[0]}"
+killed_at=$SECONDS
+wait_rank "${rank_pids[1]}"
+[[ $rc == 3 ]] || fail "rank 1 after rank 0 was killed: exit $rc, expected 3"
+((SECONDS - killed_at <= 10)) || fail "rank 1 took $((SECONDS - killed_at)) s to end after rank 0 was killed"
+grep -q "rank 0 failed in .*rank 0's store at 127.0.0.1:$port closed the connection" "$work/killed0.rank1.log" ||
+  fail "rank 1's message does not name rank 0"
 
 # A rank that stops answering: the others end within --rank-timeout (2 s), naming it.
 launch 2 stopped "${long[@]}" --rank-timeout 2
