@@ -124,6 +124,11 @@ void ProcessLink::fail_locally(const RankFailure& failure) {
   if (sink) sink->abort(first);
 }
 
+std::optional<RankFailure> ProcessLink::failure() const {
+  std::lock_guard lock(failure_mutex_);
+  return failure_;
+}
+
 void ProcessLink::abort(const RankFailure& failure) {
   {
     std::lock_guard lock(failure_mutex_);

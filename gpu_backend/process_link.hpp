@@ -59,6 +59,8 @@ class ProcessLink {
   void set_failure_sink(FailureState* sink);
   // A failure on this rank: the store tells every rank (the first one wins there).
   void abort(const RankFailure& failure);
+  // The job's failure, once known here (from this rank or from the store).
+  std::optional<RankFailure> failure() const;
 
   // Key/value pairs (NCCL's unique id): get waits until some rank put the key.
   void put(const std::string& key, std::span<const std::byte> value);
@@ -88,7 +90,8 @@ class ProcessLink {
   int groups_ = 0;
   std::unique_ptr<net::ProcessStore> store_;  // rank 0
   net::TcpConnection connection_;
-  std::mutex send_mutex_, failure_mutex_;
+  std::mutex send_mutex_;
+  mutable std::mutex failure_mutex_;
   FailureState* sink_ = nullptr;
   std::optional<RankFailure> failure_;  // the job's, once known here
 
