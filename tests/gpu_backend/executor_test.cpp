@@ -16,6 +16,7 @@
 #include "tests/gpu_backend/forwarding_device.hpp"
 #include "gpu_backend/executor.hpp"
 #include "gpu_backend/host_device.hpp"
+#include "tests/support/host_scenario.hpp"
 #include "gpu_backend/seeded_data.hpp"
 #include "sim/world.hpp"
 
@@ -25,21 +26,9 @@ namespace pt = prefetchlab::testing;
 
 namespace {
 
-pc::Scenario host_scenario(int world, std::vector<std::string> overrides = {}) {
-  overrides.push_back("cluster.gpus_per_node=" + std::to_string(world));
-  overrides.push_back("output.trace=false");
-  return pc::load_scenario(std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/host/tiny-llama-host.yaml", overrides,
-                           pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR));
-}
+using prefetchlab::testing::host_scenario;
 
-pg::HostDeviceOptions device_options(const pc::Scenario& s) {
-  pg::HostDeviceOptions o;
-  o.world_size = static_cast<int>(s.cluster.world_size());
-  o.capacity_bytes = static_cast<std::uint64_t>(s.cluster.hardware.gpu.memory_bytes);
-  o.allocator = s.memory.allocator;
-  o.collective_timeout = std::chrono::milliseconds(20'000);
-  return o;
-}
+pg::HostDeviceOptions device_options(const pc::Scenario& s) { return prefetchlab::testing::host_device_options(s); }
 
 struct Mismatches {
   std::mutex mutex;

@@ -20,6 +20,7 @@
 #include "gpu_backend/process_link.hpp"
 #include "gpu_backend/process_transport.hpp"
 #include "gpu_backend/rank_records.hpp"
+#include "tests/support/host_scenario.hpp"
 #include "tests/support/sanitizer.hpp"
 
 namespace pc = prefetchlab::core;
@@ -30,7 +31,7 @@ namespace {
 
 // The store's timeout: a rank that stays away is named after it. (Admission waits as long, so a
 // loaded machine's slow thread start is not a refusal.)
-constexpr auto kTimeout = std::chrono::milliseconds(1000 * pt::kSanitizerSlowdown);
+constexpr auto kTimeout = std::chrono::milliseconds(2000 * pt::kSanitizerSlowdown);
 
 // A TCP port nothing listens on now (the kernel's pick).
 int free_port() {
@@ -61,14 +62,15 @@ pg::LaunchRank rank_of(int rank, int world, int port) {
 // wants them to disagree). Returns each rank's exception message ("" for none).
 std::vector<std::string> on_process_ranks(int world, const std::function<void(pg::ProcessLink&)>& fn,
                                           const std::function<std::string(int)>& run_of = [](int) { return std::string("test run"); },
-                                          const std::function<int(int)>& rank_number = [](int r) { return r; }) {
+                                          const std::function<int(int)>& rank_number = [](int r) { return r; },
+                                          std::chrono::milliseconds timeout = kTimeout) {
   const int port = free_port();
   std::vector<std::string> errors(static_cast<std::size_t>(world));
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        pg::ProcessLink link(rank_of(rank_number(r), world, port), run_of(r), kTimeout);
+        pg::ProcessLink link(rank_of(rank_number(r), world, port), run_of(r), timeout);
         fn(link);
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(r)] = e.what();
@@ -95,20 +97,12 @@ std::vector<float> floats(const std::vector<std::byte>& bytes) {
   return out;
 }
 
-pc::Scenario host_scenario(int world, std::vector<std::string> overrides = {}) {
-  overrides.push_back("cluster.gpus_per_node=" + std::to_string(world));
-  overrides.push_back("output.trace=false");
-  return pc::load_scenario(std::string(PREFETCHLAB_SOURCE_DIR) + "/scenarios/host/tiny-llama-host.yaml", overrides,
-                           pc::BundledData::from_root(PREFETCHLAB_SOURCE_DIR));
-}
+using prefetchlab::testing::host_scenario;
 
-pg::HostDeviceOptions options_of(const pc::Scenario& s) {
-  pg::HostDeviceOptions o;
-  o.world_size = static_cast<int>(s.cluster.world_size());
-  o.capacity_bytes = static_cast<std::uint64_t>(s.cluster.hardware.gpu.memory_bytes);
-  o.allocator = s.memory.allocator;
-  return o;
-}
+// Whole executor runs: a generous timeout, so that a loaded machine's slow rank is no failure.
+constexpr auto kRunTimeout = std::chrono::milliseconds(20'000 * pt::kSanitizerSlowdown);
+
+pg::HostDeviceOptions options_of(const pc::Scenario& s) { return prefetchlab::testing::host_device_options(s, kRunTimeout); }
 
 }  // namespace
 
@@ -256,7 +250,9 @@ TEST_P(ProcessExecutor, MatchesTheThreadVersionInEveryNonTimingField) {
   ASSERT_EQ(threads.status, pc::RunStatus::kOk) << threads.message;
 
   std::vector<std::optional<pg::ExecutorResult>> results(static_cast<std::size_t>(world));
-  const auto errors = on_process_ranks(world, [&](pg::ProcessLink& link) {
+  const auto errors = on_process_ranks(
+      world,
+      [&](pg::ProcessLink& link) {
     pg::HostDeviceOptions o = options_of(s);
     o.process = &link;
     o.process_data = data_path;
@@ -264,7 +260,8 @@ TEST_P(ProcessExecutor, MatchesTheThreadVersionInEveryNonTimingField) {
     EXPECT_EQ(group.local_ranks(), std::vector<int>{link.rank()});
     EXPECT_TRUE(link.same_host());
     results[static_cast<std::size_t>(link.rank())] = pg::Executor(s, group, options).run();
-  });
+      },
+      [](int) { return std::string("test run"); }, [](int r) { return r; }, kRunTimeout);
   for (const auto& e : errors) ASSERT_EQ(e, "");
   for (int r = 1; r < world; ++r) {
     EXPECT_EQ(results[static_cast<std::size_t>(r)]->status, pc::RunStatus::kOk);

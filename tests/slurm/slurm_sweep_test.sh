@@ -9,17 +9,6 @@ set -euo pipefail
 cli=${1:?usage: $0 PREFETCHLAB}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/prefetchlab-slurm-XXXXXX")
-cluster=$work/cluster
-cleanup() {
-  "$here/local-cluster.sh" stop "$cluster" || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-# A kill (ctest's timeout, Ctrl-C) still stops the daemons: exit runs the EXIT trap.
-trap 'exit 143' TERM
-trap 'exit 130' INT
-
 fail() { echo "FAIL: $*" >&2; exit 1; }
 wait_until() {  # wait_until SECONDS WHAT COMMAND...
   local limit=$1 what=$2; shift 2
@@ -32,10 +21,7 @@ wait_until() {  # wait_until SECONDS WHAT COMMAND...
 rows() { [[ -f $1 ]] && tail -n +2 "$1" | wc -l || echo 0; }
 queue_empty() { [[ -z $(squeue -h -j "$1" 2>/dev/null) ]]; }
 
-status=0
-"$here/local-cluster.sh" start "$cluster" >"$work/env" || status=$?
-((status == 0)) || exit "$status"  # 77: skipped, the reason is on stderr
-source "$work/env"
+source "$here/test-cluster.sh" slurm
 
 # 12 points of about a second each (40 iterations of Llama-2-7B is ~0.3 s here).
 cat >"$work/grid.yaml" <<GRID

@@ -10,21 +10,8 @@ set -euo pipefail
 cli=${1:?usage: $0 PREFETCHLAB}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/prefetchlab-srun-XXXXXX")
-cluster=$work/cluster
-cleanup() {
-  "$here/local-cluster.sh" stop "$cluster" || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
+source "$here/test-cluster.sh" srun
 fail() { echo "FAIL: $*" >&2; tail -n 5 "$work"/*.log >&2 2>/dev/null || true; exit 1; }
-
-status=0
-"$here/local-cluster.sh" start "$cluster" >"$work/env" || status=$?
-((status == 0)) || exit "$status"  # 77: skipped, the reason is on stderr
-source "$work/env"
 
 scenario=$repo/scenarios/host/tiny-llama-host.yaml
 for tasks in 2 4; do
