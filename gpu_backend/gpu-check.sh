@@ -8,9 +8,11 @@
 #   calibrate-default       calibrate --backend cuda at the default 7B-class shapes
 #   validate-tiny-offload   validate scenarios/host/tiny-llama-offload-1gpu.yaml on one GPU
 #   validate-gpt2-medium    validate scenarios/gpu/gpt2-medium-offload-1gpu.yaml on one GPU
+#   validate-process        the tiny offload scenario as one rank of a process job (--launcher
+#                           env: NCCL's unique id through rank 0's store, ncclCommInitRank)
 #   executor-speed          the executor's forward + backward and Adam step against PyTorch's
 #   torch-layers            PyTorch's own layers timed part by part (bench/layers/)
-#   calibrate-2gpu, validate-2gpu   only with 2+ GPUs
+#   calibrate-2gpu, validate-2gpu, validate-2gpu-processes   only with 2+ GPUs
 #   allocator-compare       torch.cuda's caching allocator against core's (torch_allocator_compare.py)
 # Everything small lands in OUTDIR (default $OUT): one log per step, the profiles and validate
 # folders, gpus.csv, and summary.tsv (step, exit code, seconds, log) with gpu-check.log.
@@ -183,6 +185,11 @@ step validate-tiny-offload 60 "$cli" validate scenarios/host/tiny-llama-offload-
 # shellcheck disable=SC2046
 step validate-gpt2-medium 120 "$cli" validate scenarios/gpu/gpt2-medium-offload-1gpu.yaml --backend cuda \
   $(hardware_of "$out/cuda-gpt2-medium.yaml") -o "$out/validate-gpt2-medium"
+# One rank as a process of a job (--launcher env, docs/real-backend.md): rank 0's store carries
+# NCCL's unique id to ncclCommInitRank.
+step validate-process 60 env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 \
+  "$cli" validate scenarios/host/tiny-llama-offload-1gpu.yaml --backend cuda --launcher env --repeats 1 \
+  -o "$out/validate-process"
 # The executor's own speed (GPT-2 medium and large, micro batch 4, seq 1024, one GPU): forward +
 # backward and the Adam step beside PyTorch's figures, as ratios (gpu_backend/executor_speed.cpp).
 step executor-speed 150 "$build/gpu_backend/prefetchlab_executor_speed"
@@ -198,6 +205,11 @@ if ((gpus >= 2)); then
   # shellcheck disable=SC2046
   step validate-2gpu 60 "$cli" validate scenarios/host/tiny-llama-host.yaml --backend cuda \
     $(hardware_of "$out/cuda-2gpu.yaml") --set cluster.gpus_per_node=2 -o "$out/validate-2gpu"
+  # The same as two processes, one GPU each (LOCAL_RANK), as torchrun would start them.
+  step validate-2gpu-processes 90 bash -c 'pids=(); for r in 0 1; do RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r \
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=29518 "$0" validate scenarios/host/tiny-llama-host.yaml --backend cuda \
+    --launcher env --repeats 1 --set cluster.gpus_per_node=2 -o "$1" & pids+=($!); done
+    rc=0; for p in "${pids[@]}"; do wait "$p" || rc=1; done; exit $rc' "$cli" "$out/validate-2gpu-processes"
 fi
 # The same malloc/free sequence through torch.cuda's caching allocator and core's; without
 # PyTorch (or a GPU under it) the script says so and runs the C++ side only.
