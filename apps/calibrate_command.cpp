@@ -156,6 +156,10 @@ const char* bandwidth_key(core::NcclTestsOp op) {
 
 int run_calibrate(const CalibrateOptions& options) {
   CalibrateOptions o = options;
+  if (o.backend.empty() && o.launcher.any_given()) {
+    throw core::InputError({"<command line>", 0}, "--launcher", "is given without --backend",
+                           "--backend host|cuda (microbenchmarks on ranks), or leave it out");
+  }
   if (!o.scenario_positional.empty()) {
     if (!o.scenario.empty()) {
       throw core::InputError({"<command line>", 0}, "SCENARIO", "is given twice (positional and --scenario)", "one of them");
@@ -215,7 +219,7 @@ int run_calibrate(const CalibrateOptions& options) {
     // --launcher env: this process is one rank of the group; rank 0 writes the profile.
     std::vector<std::string> identity{"--backend=" + o.backend, "--base=" + base_name, "--iterations=" + std::to_string(o.iterations)};
     for (const auto& s : o.overrides) identity.push_back("--set=" + s);
-    const std::unique_ptr<gpu::ProcessLink> link = join_process_job(o.launcher, "calibrate", o.scenario, identity);
+    const std::unique_ptr<gpu::ProcessLink> link = join_process_job(o.launcher, o.backend, "calibrate", o.scenario, identity);
     if (link && o.ranks && *o.ranks != link->world_size()) {
       throw core::InputError({"<command line>", 0}, "--ranks", std::to_string(*o.ranks) + " with " + std::to_string(link->world_size()) +
                              " ranks launched (" + link->launch().launcher + ")", "no --ranks with --launcher env (the launcher's count)");

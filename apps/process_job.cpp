@@ -27,9 +27,20 @@ void add_launcher_options(CLI::App* command, LauncherOptions& options) {
       ->check(CLI::IsMember({"auto", "shm", "tcp"}));
 }
 
-std::unique_ptr<gpu::ProcessLink> join_process_job(const LauncherOptions& options, const std::string& command,
-                                                   const std::string& scenario_path, const std::vector<std::string>& arguments) {
-  if (options.launcher != "env") return nullptr;
+std::unique_ptr<gpu::ProcessLink> join_process_job(const LauncherOptions& options, const std::string& backend,
+                                                   const std::string& command, const std::string& scenario_path,
+                                                   const std::vector<std::string>& arguments) {
+  if (options.launcher != "env") {
+    if (options.rank_timeout_s || options.process_data) {
+      throw core::InputError({"<command line>", 0}, options.rank_timeout_s ? "--rank-timeout" : "--process-data",
+                             "is given without --launcher env", "--launcher env (ranks as processes), or leave it out");
+    }
+    return nullptr;
+  }
+  if (options.process_data && backend != "host") {
+    throw core::InputError({"<command line>", 0}, "--process-data", "is given with --backend " + backend,
+                           "--backend host (the cuda device's collectives are NCCL's), or leave it out");
+  }
   gpu::LaunchRank me;
   try {
     me = gpu::launch_rank_from_environment();

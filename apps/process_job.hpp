@@ -5,6 +5,7 @@
 // of this process instead.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,23 +18,28 @@ namespace prefetchlab::apps {
 
 struct LauncherOptions {
   std::string launcher = "threads";
-  double rank_timeout_s = 60;  // a rank silent in a collective this long fails the job
-  std::string process_data = "auto";  // the host device's data path between processes
+  std::optional<double> rank_timeout_s;      // a rank silent in a collective this long fails the job (60)
+  std::optional<std::string> process_data;  // the host device's data path between processes (auto)
 
-  gpu::host::ProcessDataPath data_path() const { return *gpu::host::parse_process_data_path(process_data); }
-
-  std::chrono::milliseconds rank_timeout() const {
-    return std::chrono::milliseconds(static_cast<std::int64_t>(rank_timeout_s * 1000));
+  gpu::host::ProcessDataPath data_path() const {
+    return *gpu::host::parse_process_data_path(process_data.value_or("auto"));
   }
+  std::chrono::milliseconds rank_timeout() const {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(rank_timeout_s.value_or(60) * 1000));
+  }
+  bool any_given() const { return launcher != "threads" || rank_timeout_s || process_data; }
 };
 
 void add_launcher_options(CLI::App* command, LauncherOptions& options);
 
-// With --launcher env: joins the job (rank 0 serves its store). `run` names what this rank runs,
+// With --launcher env: joins the job (rank 0 serves its store). `backend` is "host" or "cuda":
+// --rank-timeout without --launcher env, and --process-data without it or on cuda, are bad input
+// (they would change nothing). `run` names what this rank runs,
 // with the scenario file's digest: every rank's must be the same. Null with --launcher threads.
 // Throws core::InputError for a launch environment that is missing or wrong, or ranks that
 // disagree; std::runtime_error when rank 0 cannot be reached.
-std::unique_ptr<gpu::ProcessLink> join_process_job(const LauncherOptions& options, const std::string& command,
-                                                   const std::string& scenario_path, const std::vector<std::string>& arguments);
+std::unique_ptr<gpu::ProcessLink> join_process_job(const LauncherOptions& options, const std::string& backend,
+                                                   const std::string& command, const std::string& scenario_path,
+                                                   const std::vector<std::string>& arguments);
 
 }  // namespace prefetchlab::apps

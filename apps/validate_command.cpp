@@ -98,6 +98,10 @@ int validate(const ValidateOptions& o) {
                            "--backend host|cuda (run it here) or --against-trace TRACE... (a run already recorded)");
   }
   if (!o.traces.empty()) {
+    if (o.launcher.any_given()) {
+      throw core::InputError({"<command line>", 0}, "--launcher", "is given with --against-trace (a run already recorded)",
+                             "--backend host|cuda to run the ranks, or leave it out");
+    }
     TraceValidationOptions t;
     t.scenario = o.scenario;
     t.traces = o.traces;
@@ -129,7 +133,7 @@ int validate(const ValidateOptions& o) {
   // the report, the others only run.
   std::vector<std::string> identity{"--backend=" + o.backend, "--repeats=" + std::to_string(o.repeats), "--hardware=" + o.hardware};
   for (const auto& s : o.overrides) identity.push_back("--set=" + s);
-  const std::unique_ptr<gpu::ProcessLink> link = join_process_job(o.launcher, "validate", o.scenario, identity);
+  const std::unique_ptr<gpu::ProcessLink> link = join_process_job(o.launcher, o.backend, "validate", o.scenario, identity);
   if (link && link->world_size() != scenario.cluster.world_size()) {
     throw core::InputError({o.scenario, 0}, "cluster", "has " + std::to_string(scenario.cluster.world_size()) + " ranks but the launcher started " +
                                std::to_string(link->world_size()) + " (" + link->launch().launcher + ")",

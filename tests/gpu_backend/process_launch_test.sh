@@ -8,8 +8,9 @@
 #   - a rank killed mid-run (rank 0, whose process serves the store, or another) ends the
 #     others with exit 3 and a message naming it, at once;
 #   - a rank that stops answering (SIGSTOP) ends them within --rank-timeout, naming it;
-#   - ranks that run different scenarios, a WORLD_SIZE that is not the scenario's, and a missing
-#     environment are bad input (exit 2) with a clear message.
+#   - ranks that run different scenarios, a WORLD_SIZE that is not the scenario's, a missing
+#     environment, and launcher options that would change nothing are bad input (exit 2) with a
+#     clear message.
 #   tests/gpu_backend/process_launch_test.sh PREFETCHLAB
 set -euo pipefail
 cli=${1:?usage: $0 PREFETCHLAB}
@@ -141,4 +142,16 @@ env -u RANK -u WORLD_SIZE -u SLURM_PROCID "$cli" validate "$scenario" --backend 
   >"$work/none.log" 2>&1 || rc=$?
 [[ $rc == 2 ]] || fail "no launch environment: exit $rc, expected 2"
 grep -q "neither RANK and WORLD_SIZE (torchrun) nor SLURM_PROCID (srun) is set" "$work/none.log" || fail "the missing environment's message"
+# Launcher options that would change nothing are bad input, never silently ignored.
+expect_bad_input() {  # expect_bad_input MESSAGE ARGS...
+  local message=$1; shift
+  rc=0
+  "$cli" "$@" >"$work/ignored.log" 2>&1 || rc=$?
+  [[ $rc == 2 ]] || fail "$* exited $rc, expected 2"
+  grep -q -- "$message" "$work/ignored.log" || fail "$*: the message does not say '$message'"
+}
+expect_bad_input "key '--rank-timeout': is given without --launcher env" validate "$scenario" --backend host --rank-timeout 3
+expect_bad_input "key '--process-data': is given with --backend cuda" validate "$scenario" --backend cuda --launcher env --process-data shm
+expect_bad_input "key '--launcher': is given with --against-trace" validate "$scenario" --against-trace x.json --launcher env
+expect_bad_input "key '--launcher': is given without --backend" calibrate --from-trace x.json -o "$work/x.yaml" --launcher env
 echo "process launch: 2 and 4 processes equal threads, calibrate as 2 processes; killed, stopped, mismatched and unlaunched ranks reported"
