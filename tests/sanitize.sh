@@ -37,8 +37,8 @@ asan_exclude+='|OneRankOffload|CpuAdam|CollectivesMatch)'
 # processes (the store's thread, each link's reader, the failure listeners; the executor on two
 # ranks through shared memory and on three through the store, 10-17 s each under TSan).
 tsan_filter='HostDevice.*:ExecutorFailure.*:ParallelRunner.*:ClockConsensus.*:ProcessStore.*:ProcessTransport.*'
-tsan_filter+=':*ProcessExecutor.MatchesTheThreadVersionInEveryNonTimingField/0'
-tsan_filter+=':*ProcessExecutor.MatchesTheThreadVersionInEveryNonTimingField/3'
+tsan_filter+=':*ProcessExecutor.MatchesTheThreadVersionInEveryNonTimingField/Ranks2SharedMemory'
+tsan_filter+=':*ProcessExecutor.MatchesTheThreadVersionInEveryNonTimingField/Ranks3Tcp'
 tsan_filter+=':Executor.GatheredParametersAndReducedGradientsAreExactOnFourRanks'
 tsan_filter+=':Executor.TheHostBlocksOnlyWhereDeepSpeedDoesWithOffloadAndCheckpointing'
 

@@ -19,6 +19,7 @@
 #include "gpu_backend/host_device.hpp"
 #include "gpu_backend/process_link.hpp"
 #include "gpu_backend/process_transport.hpp"
+#include "gpu_backend/tcp_frames.hpp"
 #include "gpu_backend/rank_records.hpp"
 #include "tests/support/host_scenario.hpp"
 #include "tests/support/sanitizer.hpp"
@@ -197,6 +198,32 @@ TEST(ProcessStore, TwoProcessesWithOneRankNumberAreRefused) {
   for (const auto& e : errors) EXPECT_NE(e.find("two processes say rank 1 (check RANK / SLURM_PROCID)"), std::string::npos) << e;
 }
 
+TEST(ProcessStore, AnotherPrefetchlabVersionIsRefused) {
+  // Rank 1 speaks the protocol by hand, as a build of another version would.
+  const int port = free_port();
+  std::string rank0_error;
+  std::thread rank0([&] {
+    try {
+      pg::ProcessLink link(rank_of(0, 2, port), "run", kTimeout);
+    } catch (const pg::ProcessJobRefused& e) {
+      rank0_error = e.what();
+    }
+  });
+  auto connection = pg::net::TcpConnection::connect("127.0.0.1", port, kTimeout);
+  connection.send(static_cast<std::uint32_t>(pg::net::Message::kHello),
+                  {{"rank", 1}, {"world_size", 2}, {"version", "0.0-other"}, {"run", "run"}, {"host", "elsewhere"}});
+  std::optional<pg::net::Frame> answer;
+  const auto until = std::chrono::steady_clock::now() + kTimeout;
+  while (!answer && std::chrono::steady_clock::now() < until) answer = connection.receive(std::chrono::milliseconds(50));
+  connection.close();
+  rank0.join();
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->type, static_cast<std::uint32_t>(pg::net::Message::kRefused));
+  EXPECT_NE(answer->header.value("message", std::string()).find("rank 1 runs prefetchlab 0.0-other but rank 0 runs"), std::string::npos)
+      << answer->header.dump();
+  EXPECT_NE(rank0_error.find("rank 1 runs prefetchlab 0.0-other"), std::string::npos) << rank0_error;
+}
+
 TEST(RankRecords, SurviveTheirJsonForm) {
   pg::RankRecords r;
   r.rank = 3;
@@ -304,7 +331,11 @@ TEST_P(ProcessExecutor, MatchesTheThreadVersionInEveryNonTimingField) {
 
 INSTANTIATE_TEST_SUITE_P(RanksAndDataPaths, ProcessExecutor,
                          ::testing::Combine(::testing::Values(2, 3),
-                                            ::testing::Values(pg::host::ProcessDataPath::kSharedMemory, pg::host::ProcessDataPath::kTcp)));
+                                            ::testing::Values(pg::host::ProcessDataPath::kSharedMemory, pg::host::ProcessDataPath::kTcp)),
+                         [](const auto& param_info) {
+                           return "Ranks" + std::to_string(std::get<0>(param_info.param)) +
+                                  (std::get<1>(param_info.param) == pg::host::ProcessDataPath::kTcp ? "Tcp" : "SharedMemory");
+                         });
 
 TEST(ProcessTransport, SharedMemoryMovesTheSameBytesAsTheStore) {
   // One all-reduce of 3 ranks' bf16 values each way: the same bits.
