@@ -34,11 +34,10 @@ asan_exclude+='|OneRankOffload|CpuAdam|CollectivesMatch)'
 # The threaded tests run under TSan: all of the host device, its rendezvous and the executor's
 # fault injection, the sweep's workers, the executor on four ranks (the most threads) and
 # with offload and checkpointing (the host-link copies on their own stream), and ranks as
-# processes (the store's thread, each link's reader, the failure listeners; the executor on two
-# ranks through shared memory and on three through the store, 10-17 s each under TSan).
+# processes (the store's thread, each link's reader, the failure listeners, both data paths;
+# the executor with one link per rank once, on two ranks through shared memory: 10 s under TSan).
 tsan_filter='HostDevice.*:ExecutorFailure.*:ParallelRunner.*:ClockConsensus.*:ProcessStore.*:ProcessTransport.*'
 tsan_filter+=':*ProcessExecutor.MatchesTheThreadVersionInEveryNonTimingField/Ranks2SharedMemory'
-tsan_filter+=':*ProcessExecutor.MatchesTheThreadVersionInEveryNonTimingField/Ranks3Tcp'
 tsan_filter+=':Executor.GatheredParametersAndReducedGradientsAreExactOnFourRanks'
 tsan_filter+=':Executor.TheHostBlocksOnlyWhereDeepSpeedDoesWithOffloadAndCheckpointing'
 
