@@ -7,7 +7,8 @@
 //   - keeps key/value pairs (NCCL's unique id for ncclCommInitRank);
 //   - is the host device's collective transport between processes: the k-th collective of every
 //     rank is checked to be the same collective and answered with each rank's output, reduced
-//     in rank order as the threads' rendezvous reduces (so results are bit-identical);
+//     in rank order as the threads' rendezvous reduces (so results are bit-identical), or, when
+//     the data went through shared memory, with "every rank is here" (process_transport.hpp);
 //   - gathers each rank's records for rank 0, which writes the report;
 //   - ends every rank, naming the rank, when one fails, exits, loses its connection or does not
 //     reach a collective within the timeout (counted from the latest arrival).
@@ -21,7 +22,6 @@
 #include "gpu_backend/process_protocol.hpp"
 
 namespace prefetchlab::gpu::net {
-
 
 struct StoreOptions {
   int port = 29500;
@@ -37,7 +37,8 @@ class ProcessStore {
   explicit ProcessStore(const StoreOptions& options);
   ProcessStore(const ProcessStore&) = delete;
   ProcessStore& operator=(const ProcessStore&) = delete;
-  // Waits until every rank said goodbye or is gone (at most the timeout), then stops.
+  // Waits until every rank said goodbye or is gone (at most 30 s), then stops; removes the
+  // shared memory files of this job that a killed rank left.
   ~ProcessStore();
 
  private:
