@@ -227,8 +227,7 @@ int run_calibrate(const CalibrateOptions& options) {
     if (link) {
       d.ranks = link->world_size();
       d.process = link.get();
-      d.rank_timeout = o.launcher.rank_timeout();
-      d.process_data = o.launcher.data_path();
+      d.launcher = o.launcher;
     }
     return run_device_calibration(d);
   }

@@ -26,6 +26,7 @@
 #include "gpu_backend/microbenchmarks.hpp"
 #include "core/scenario/scenario.hpp"
 #include "nccl_tests_table.hpp"
+#include "process_job.hpp"
 #include "sim/compute_model.hpp"
 
 namespace prefetchlab::apps {
@@ -187,17 +188,7 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   gpu::DeviceGroupOptions group_options;
   group_options.world_size = o.ranks;
   group_options.capacity_bytes = static_cast<std::uint64_t>(base.gpu.memory_bytes);
-  group_options.process = o.process;
-  group_options.process_data = o.process_data;
-  if (o.process) group_options.collective_timeout = o.rank_timeout;
-  std::unique_ptr<gpu::DeviceGroup> group;
-  try {
-    group = gpu::make_device_group(*backend, group_options);
-  } catch (const gpu::BackendUnavailable& e) {
-    throw core::InputError({"<command line>", 0}, "--backend", e.what(), "a backend this machine can run");
-  } catch (const std::invalid_argument& e) {
-    throw core::InputError({"<command line>", 0}, "--process-data", e.what(), "auto or tcp across nodes");
-  }
+  const std::unique_ptr<gpu::DeviceGroup> group = make_command_device_group(*backend, group_options, o.launcher, o.process);
 
   gpu::MicrobenchmarkOptions mb;
   mb.iterations = o.iterations;

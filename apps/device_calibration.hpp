@@ -2,14 +2,13 @@
 // `prefetchlab calibrate --backend host|cuda`: microbenchmarks on a device group
 // (gpu_backend/microbenchmarks.hpp), fitted into a hardware profile the simulator reads. Never
 // runs a scenario: only kernels of given shapes, collectives, copies and launches.
-#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "gpu_backend/process_link.hpp"
-#include "gpu_backend/process_transport.hpp"
+#include "process_job.hpp"
 
 namespace prefetchlab::apps {
 
@@ -29,8 +28,7 @@ struct DeviceCalibrationOptions {
   bool force = false;  // write the profile even when a fit is above max_fit_error
   // Set (`--launcher env`): this process is one rank of `ranks`; rank 0 writes the profile.
   gpu::ProcessLink* process = nullptr;
-  std::chrono::milliseconds rank_timeout{60'000};
-  gpu::host::ProcessDataPath process_data = gpu::host::ProcessDataPath::kAuto;
+  LauncherOptions launcher;  // its timeout and data path
 };
 
 // The GPU default of --max-fit-error.

@@ -27,6 +27,25 @@ void add_launcher_options(CLI::App* command, LauncherOptions& options) {
       ->check(CLI::IsMember({"auto", "shm", "tcp"}));
 }
 
+std::unique_ptr<gpu::DeviceGroup> make_command_device_group(gpu::Backend backend, gpu::DeviceGroupOptions options,
+                                                            const LauncherOptions& launcher, gpu::ProcessLink* link) {
+  if (link) {
+    options.process = link;
+    options.process_data = launcher.data_path();
+    options.collective_timeout = launcher.rank_timeout();
+    if (options.process_data == gpu::host::ProcessDataPath::kSharedMemory && !link->same_host()) {
+      throw core::InputError({"<command line>", 0}, "--process-data",
+                             "is shm but the ranks run on " + std::to_string(link->nodes()) + " nodes",
+                             "tcp or auto (shared memory needs every rank on one node)");
+    }
+  }
+  try {
+    return gpu::make_device_group(backend, options);
+  } catch (const gpu::BackendUnavailable& e) {
+    throw core::InputError({"<command line>", 0}, "--backend", e.what(), "a backend this machine can run");
+  }
+}
+
 std::unique_ptr<gpu::ProcessLink> join_process_job(const LauncherOptions& options, const std::string& backend,
                                                    const std::string& command, const std::string& scenario_path,
                                                    const std::vector<std::string>& arguments) {

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/process_link.hpp"
 #include "gpu_backend/process_transport.hpp"
 
@@ -31,6 +32,12 @@ struct LauncherOptions {
 };
 
 void add_launcher_options(CLI::App* command, LauncherOptions& options);
+
+// The device group a command runs its ranks on: `options` with the launcher's settings when
+// `link` is set (this process's rank only, its timeout and data path). What the backend cannot
+// run here, or shared memory across nodes, is bad input.
+std::unique_ptr<gpu::DeviceGroup> make_command_device_group(gpu::Backend backend, gpu::DeviceGroupOptions options,
+                                                            const LauncherOptions& launcher, gpu::ProcessLink* link);
 
 // With --launcher env: joins the job (rank 0 serves its store). `backend` is "host" or "cuda":
 // --rank-timeout without --launcher env, and --process-data without it or on cuda, are bad input

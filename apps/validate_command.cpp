@@ -150,21 +150,11 @@ int validate(const ValidateOptions& o) {
   group_options.world_size = static_cast<int>(scenario.cluster.world_size());
   group_options.capacity_bytes = static_cast<std::uint64_t>(scenario.cluster.hardware.gpu.memory_bytes);
   group_options.allocator = scenario.memory.allocator;
-  group_options.process = link.get();
-  group_options.process_data = o.launcher.data_path();
-  if (link) group_options.collective_timeout = o.launcher.rank_timeout();
   std::vector<gpu::ExecutorResult> runs;
   std::vector<core::SummaryStats> real_stats;
   std::int64_t workspace_bytes = 0;  // the executor's harness buffers (gpu::ExecutorGeometry)
   for (int rep = 0; rep < o.repeats; ++rep) {
-    std::unique_ptr<gpu::DeviceGroup> group;
-    try {
-      group = gpu::make_device_group(*backend, group_options);
-    } catch (const gpu::BackendUnavailable& e) {
-      throw core::InputError({"<command line>", 0}, "--backend", e.what(), "a backend this machine can run");
-    } catch (const std::invalid_argument& e) {
-      throw core::InputError({"<command line>", 0}, "--process-data", e.what(), "auto or tcp across nodes");
-    }
+    const std::unique_ptr<gpu::DeviceGroup> group = make_command_device_group(*backend, group_options, o.launcher, link.get());
     std::optional<gpu::Executor> executor;
     try {
       executor.emplace(scenario, *group);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <atomic>
 #include <deque>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -398,7 +399,7 @@ class CudaDeviceGroup final : public DeviceGroup {
         if (!dynamic_cast<const RunAborted*>(&e)) {
           process_->abort(RankFailure{process_->rank(), "the NCCL communicator's set-up", e.what(), FailureKind::kError});
         }
-        process_->set_failure_sink(nullptr);
+        process_->detach();
         throw;
       }
       return;
@@ -414,7 +415,7 @@ class CudaDeviceGroup final : public DeviceGroup {
     failure_.on_first_failure([this](const RankFailure&) { abort_comms(); });
   }
   ~CudaDeviceGroup() override {
-    if (process_) process_->set_failure_sink(nullptr);
+    if (process_) process_->detach();
     devices_.clear();
     if (aborted_) return;
     for (ncclComm_t c : comms_) {
@@ -426,11 +427,6 @@ class CudaDeviceGroup final : public DeviceGroup {
     }
   }
   int world_size() const override { return world_size_; }
-  std::vector<int> local_ranks() const override {
-    std::vector<int> ranks;
-    for (std::size_t i = 0; i < devices_.size(); ++i) ranks.push_back(first_local_rank_ + static_cast<int>(i));
-    return ranks;
-  }
   ProcessLink* process_link() const override { return process_; }
   Device& device(int rank) override { return *devices_.at(static_cast<std::size_t>(rank - first_local_rank_)); }
   // Only the first failure aborts the communicators (the failure state's listener): that frees
@@ -460,15 +456,15 @@ class CudaDeviceGroup final : public DeviceGroup {
     }
     first_local_rank_ = process_->rank();
     const int gpu = process_->launch().local_rank;
-    // A failure on another rank reaches this group through the link from here on.
-    process_->set_failure_sink(&failure_);
-    comms_.assign(1, init_rank_communicator(id, gpu, options.collective_timeout));
+    // From here a failure on another rank reaches this group (and ends the wait for NCCL's
+    // set-up), and one here reaches the others and aborts the communicator.
+    process_->attach(failure_, [this] { abort_comms(); });
+    const ncclComm_t comm = init_rank_communicator(id, gpu, options.collective_timeout);
+    {
+      std::lock_guard lock(comms_mutex_);  // the listener may abort from the link's thread
+      comms_.assign(1, comm);
+    }
     devices_.push_back(std::make_unique<CudaDevice>(first_local_rank_, gpu, *this, cublas_, comms_[0], options));
-    // A failure here reaches the other processes, and aborts the communicator.
-    failure_.on_first_failure([this](const RankFailure& failure) {
-      process_->abort(failure);
-      abort_comms();
-    });
   }
 
   // ncclCommInitRank blocks until every rank has called it: on a thread of its own, so that a
@@ -501,6 +497,7 @@ class CudaDeviceGroup final : public DeviceGroup {
   }
 
   void abort_comms() {
+    std::lock_guard lock(comms_mutex_);
     if (aborted_.exchange(true)) return;
     for (ncclComm_t c : comms_) ncclCommAbort(c);
   }
@@ -510,6 +507,7 @@ class CudaDeviceGroup final : public DeviceGroup {
   ProcessLink* process_;
   int first_local_rank_ = 0;
   FailureState failure_;
+  std::mutex comms_mutex_;  // comms_ against abort_comms on another thread
   std::vector<ncclComm_t> comms_;
   std::vector<std::unique_ptr<CudaDevice>> devices_;
   std::atomic<bool> aborted_{false};

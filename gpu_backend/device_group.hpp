@@ -17,12 +17,8 @@ class DeviceGroup {
  public:
   virtual ~DeviceGroup() = default;
   virtual int world_size() const = 0;
-  // The ranks whose devices this process holds: all of them, or its own one.
-  virtual std::vector<int> local_ranks() const {
-    std::vector<int> ranks;
-    for (int r = 0; r < world_size(); ++r) ranks.push_back(r);
-    return ranks;
-  }
+  // The ranks whose devices this process holds: all of them, or its link's rank (device.cpp).
+  std::vector<int> local_ranks() const;
   // The link to the other processes' ranks; null when every rank is here.
   virtual ProcessLink* process_link() const { return nullptr; }
   virtual Device& device(int rank) = 0;  // a local rank

@@ -273,16 +273,15 @@ ExecutorResult Executor::run() {
   for (std::size_t i = 0; i < local.size(); ++i) {
     RankExecutor* rank = ranks[i].get();
     if (!rank) continue;
-    std::size_t finished = static_cast<std::size_t>(iterations);
-    if (failed_here) {
-      try {
-        finished = rank->finished_iterations();
-        records[static_cast<std::size_t>(local[i])] = records_of(*rank, finished, false);
-      } catch (const std::exception&) {
-        records[static_cast<std::size_t>(local[i])] = records_of(*rank, 0, false);
-      }
-    } else {
-      records[static_cast<std::size_t>(local[i])] = records_of(*rank, finished, true);
+    auto& slot = records[static_cast<std::size_t>(local[i])];
+    if (!failed_here) {
+      slot = records_of(*rank, static_cast<std::size_t>(iterations), /*with_memory=*/true);
+      continue;
+    }
+    try {
+      slot = records_of(*rank, rank->finished_iterations(), /*with_memory=*/false);
+    } catch (const std::exception&) {
+      slot = records_of(*rank, 0, /*with_memory=*/false);
     }
   }
 

@@ -297,8 +297,7 @@ HostDeviceGroup::HostDeviceGroup(const HostDeviceOptions& options)
     devices_.push_back(std::make_unique<HostDevice>(first_local_rank_, *this, options));
     // A failure here (a rank thread's or a stream worker's) reaches every other process; one
     // there reaches this group through the link.
-    failure_.on_first_failure([link = process_](const RankFailure& failure) { link->abort(failure); });
-    process_->set_failure_sink(&failure_);
+    process_->attach(failure_);
   } else {
     transport_ = std::make_unique<host::Rendezvous>(world_size_, options.collective_timeout, failure_);
     for (int r = 0; r < world_size_; ++r) devices_.push_back(std::make_unique<HostDevice>(r, *this, options));
@@ -306,14 +305,8 @@ HostDeviceGroup::HostDeviceGroup(const HostDeviceOptions& options)
 }
 
 HostDeviceGroup::~HostDeviceGroup() {
-  if (process_) process_->set_failure_sink(nullptr);
+  if (process_) process_->detach();
   devices_.clear();  // their stream workers may still be in a collective of the transport
-}
-
-std::vector<int> HostDeviceGroup::local_ranks() const {
-  std::vector<int> ranks;
-  for (std::size_t i = 0; i < devices_.size(); ++i) ranks.push_back(first_local_rank_ + static_cast<int>(i));
-  return ranks;
 }
 
 Device& HostDeviceGroup::device(int rank) {

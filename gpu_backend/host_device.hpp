@@ -152,7 +152,6 @@ class HostDeviceGroup final : public DeviceGroup {
   ~HostDeviceGroup() override;
 
   int world_size() const override { return world_size_; }
-  std::vector<int> local_ranks() const override;
   ProcessLink* process_link() const override { return process_; }
   Device& device(int rank) override;
   // Records the failure here and, between processes, tells every other rank.

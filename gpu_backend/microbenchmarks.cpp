@@ -1,11 +1,8 @@
 #include "gpu_backend/microbenchmarks.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -111,12 +108,6 @@ struct RankResults {
 // Each rank's results in JSON, for ranks that are processes (every field; doubles round-trip).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankResults, all_gather, reduce_scatter, gemm_ns, gemm_backward_ns, adam_elements_per_s,
                                    memory_passes, h2d, d2h, launch_ns, collective_launch_ns, contention)
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
 
 std::vector<CollectiveTiming> collective_sweep(Device& device, StreamId comm, Buffers& buffers, CollectiveOp op,
                                                const MicrobenchmarkOptions& o) {
@@ -323,12 +314,13 @@ MicrobenchmarkResults run_microbenchmarks(DeviceGroup& group, const Microbenchma
   const int world = group.world_size();
   std::vector<RankResults> ranks(static_cast<std::size_t>(world));
   run_on_ranks(group, [&](Device& device) { ranks[static_cast<std::size_t>(device.rank())] = run_rank(device, options); });
-  std::vector<std::string> hosts(static_cast<std::size_t>(world), host_name());
 
   MicrobenchmarkResults out;
+  out.world_size = world;
+  out.ranks_per_node = world;  // threads of one process
   if (ProcessLink* link = group.process_link()) {
     // Each process measured its own rank: rank 0 gathers them all.
-    const nlohmann::json mine{{"host", host_name()}, {"results", ranks[static_cast<std::size_t>(link->rank())]}};
+    const nlohmann::json mine = ranks[static_cast<std::size_t>(link->rank())];
     const auto all = link->gather(mine.dump());
     if (const auto failure = group.failure()) throw std::runtime_error(failure->message());
     if (link->rank() != 0) {
@@ -338,16 +330,11 @@ MicrobenchmarkResults run_microbenchmarks(DeviceGroup& group, const Microbenchma
     for (int r = 0; r < world; ++r) {
       const auto& text = all.at(static_cast<std::size_t>(r));
       if (!text) throw std::runtime_error("rank " + std::to_string(r) + " sent no microbenchmark results");
-      const auto doc = nlohmann::json::parse(*text);
-      hosts[static_cast<std::size_t>(r)] = doc.at("host").get<std::string>();
-      ranks[static_cast<std::size_t>(r)] = doc.at("results").get<RankResults>();
+      ranks[static_cast<std::size_t>(r)] = nlohmann::json::parse(*text).get<RankResults>();
     }
+    out.nodes = link->nodes();
+    out.ranks_per_node = link->ranks_per_node();
   }
-  std::map<std::string, int> per_host;
-  for (const auto& h : hosts) ++per_host[h];
-  out.nodes = static_cast<int>(per_host.size());
-  for (const auto& [h, n] : per_host) out.ranks_per_node = std::max(out.ranks_per_node, n);
-  out.world_size = world;
   const double n = world;
   auto mean = [&](auto field) {
     double sum = 0;

@@ -32,7 +32,8 @@ ProcessLink::ProcessLink(const LaunchRank& me, const std::string& run, std::chro
                                std::to_string(me.master_port) + " closed the connection before every rank joined (" + e.what() + ")");
     }
     if (frame && frame->type == static_cast<std::uint32_t>(Message::kWelcome)) {
-      same_host_ = frame->header.value("same_host", false);
+      nodes_ = frame->header.value("nodes", 1);
+      ranks_per_node_ = frame->header.value("ranks_per_node", 1);
       job_ = frame->header.value("job", std::string("prefetchlab-job"));
       last_heard_ = Clock::now();
       reader_ = std::thread([this] { read_loop(); });
@@ -80,10 +81,7 @@ void ProcessLink::read_loop() {
         arrived_.notify_all();
       }
       // The run fails at once, not at its next collective.
-      fail_locally(RankFailure{0, "the run",
-                               "rank 0's store at " + me_.master_addr + ":" + std::to_string(me_.master_port) +
-                                   " closed the connection (rank 0's process exited?): " + e.what(),
-                               FailureKind::kTimeout});
+      fail_locally(store_failure("the run", std::string("closed the connection (rank 0's process exited?): ") + e.what()));
       return;
     }
     if (!frame) continue;
@@ -100,14 +98,42 @@ void ProcessLink::send(Message type, const nlohmann::json& header, std::span<con
   connection_.send(static_cast<std::uint32_t>(type), header, data);
 }
 
-void ProcessLink::set_failure_sink(FailureState* sink) {
+RankFailure ProcessLink::store_failure(const std::string& what, const std::string& why) const {
+  return RankFailure{0, what, "rank 0's store at " + me_.master_addr + ":" + std::to_string(me_.master_port) + " " + why,
+                     FailureKind::kTimeout};
+}
+
+void ProcessLink::store_lost(const std::string& what, const std::string& why) {
+  fail_locally(store_failure(what, why));
+  std::lock_guard lock(failure_mutex_);
+  throw RunAborted(*failure_);  // the job's first failure, which may be an earlier one
+}
+
+void ProcessLink::request(Message type, const nlohmann::json& header, std::span<const std::byte> data, const std::string& what) {
+  try {
+    send(type, header, data);
+  } catch (const net::ConnectionLost& e) {
+    store_lost(what, std::string("is unreachable: ") + e.what());
+  }
+}
+
+void ProcessLink::attach(FailureState& state, std::function<void()> also) {
+  state.on_first_failure([this, also = std::move(also)](const RankFailure& failure) {
+    abort(failure);
+    if (also) also();
+  });
   std::optional<RankFailure> known;
   {
     std::lock_guard lock(failure_mutex_);
-    sink_ = sink;
+    sink_ = &state;
     known = failure_;
   }
-  if (sink && known) sink->abort(*known);
+  if (known) state.abort(*known);
+}
+
+void ProcessLink::detach() {
+  std::lock_guard lock(failure_mutex_);
+  sink_ = nullptr;
 }
 
 // The sink is told outside the lock: its first-failure listener calls abort() below, which
@@ -173,17 +199,15 @@ net::Frame ProcessLink::wait_for(Message type, bool abort_throws, const std::str
       arrived_.wait_for(lock, kPoll);
     }
   }
-  const RankFailure failure{0, what, "rank 0's store at " + me_.master_addr + ":" + std::to_string(me_.master_port) + " " + lost,
-                            FailureKind::kTimeout};
-  fail_locally(failure);
-  std::lock_guard lock(failure_mutex_);
-  throw RunAborted(failure_.value_or(failure));
+  store_lost(what, lost);
 }
 
-void ProcessLink::put(const std::string& key, std::span<const std::byte> value) { send(Message::kPut, {{"key", key}}, value); }
+void ProcessLink::put(const std::string& key, std::span<const std::byte> value) {
+  request(Message::kPut, {{"key", key}}, value, "setup");
+}
 
 std::vector<std::byte> ProcessLink::get(const std::string& key) {
-  send(Message::kGet, {{"key", key}});
+  request(Message::kGet, {{"key", key}}, {}, "setup");
   return wait_for(Message::kValue, /*abort_throws=*/true, "setup").data;
 }
 
@@ -193,13 +217,7 @@ std::vector<std::byte> ProcessLink::collective(const nlohmann::json& header, std
     if (failure_) throw RunAborted(*failure_);
   }
   const std::string what = header.value("what", std::string("a collective"));
-  try {
-    send(Message::kCollective, header, data);
-  } catch (const net::ConnectionLost& e) {
-    const RankFailure failure{0, what, std::string("rank 0's store is unreachable: ") + e.what(), FailureKind::kTimeout};
-    fail_locally(failure);
-    throw RunAborted(failure);
-  }
+  request(Message::kCollective, header, data, what);
   net::Frame result = wait_for(Message::kResult, /*abort_throws=*/true, what);
   return std::move(result.data);
 }
@@ -208,14 +226,11 @@ std::vector<std::optional<std::string>> ProcessLink::gather(const std::string& m
   // With the store gone (rank 0's process died) there is nothing to gather: the failure is
   // recorded, and rank 0's vector holds no rank's records.
   const std::vector<std::optional<std::string>> none(me_.rank == 0 ? static_cast<std::size_t>(me_.world_size) : 0);
+  const std::string what = "sending the records to rank 0";
   net::Frame bundle;
   try {
-    send(Message::kReport, nlohmann::json::object(), std::as_bytes(std::span(mine.data(), mine.size())));
-    bundle = wait_for(Message::kReports, /*abort_throws=*/false, "sending the records to rank 0");
-  } catch (const net::ConnectionLost& e) {
-    fail_locally(RankFailure{0, "sending the records to rank 0", std::string("rank 0's store is unreachable: ") + e.what(),
-                             FailureKind::kTimeout});
-    return none;
+    request(Message::kReport, nlohmann::json::object(), std::as_bytes(std::span(mine.data(), mine.size())), what);
+    bundle = wait_for(Message::kReports, /*abort_throws=*/false, what);
   } catch (const RunAborted&) {
     return none;
   }

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -48,15 +49,21 @@ class ProcessLink {
   int rank() const { return me_.rank; }
   int world_size() const { return me_.world_size; }
   std::chrono::milliseconds timeout() const { return timeout_; }
-  // Every rank runs on one host (the same host name): shared memory can carry collectives.
-  bool same_host() const { return same_host_; }
+  // The hosts (distinct host names) the ranks run on, and the most ranks on one of them.
+  int nodes() const { return nodes_; }
+  int ranks_per_node() const { return ranks_per_node_; }
+  // Every rank runs on one host: shared memory can carry collectives.
+  bool same_host() const { return nodes_ == 1; }
   // A name for this job, the same on every rank, unique on the node while it runs.
   const std::string& job() const { return job_; }
   // The device groups made on this link, counted (every rank makes them in the same order).
   int next_group() { return groups_++; }
 
-  // The run whose FailureState hears the store's aborts (a device group's; null for none).
-  void set_failure_sink(FailureState* sink);
+  // Joins a device group's failure state to the job, both ways: its first failure goes to the
+  // store (and `also` runs, e.g. aborting NCCL), and the store's aborts are recorded in it.
+  // detach() before the state is destroyed.
+  void attach(FailureState& state, std::function<void()> also = {});
+  void detach();
   // A failure on this rank: the store tells every rank (the first one wins there).
   void abort(const RankFailure& failure);
   // The job's failure, once known here (from this rank or from the store).
@@ -82,10 +89,15 @@ class ProcessLink {
   void read_loop();
   void fail_locally(const RankFailure& failure);
   void send(net::Message type, const nlohmann::json& header, std::span<const std::byte> data = {});
+  // A request while doing `what`: a broken connection fails the job (store_lost).
+  void request(net::Message type, const nlohmann::json& header, std::span<const std::byte> data, const std::string& what);
+  // Rank 0's store is gone or silent (`why`): the failure naming it, and recording + throwing it.
+  RankFailure store_failure(const std::string& what, const std::string& why) const;
+  [[noreturn]] void store_lost(const std::string& what, const std::string& why);
 
   LaunchRank me_;
   std::chrono::milliseconds timeout_;
-  bool same_host_ = false;
+  int nodes_ = 1, ranks_per_node_ = 1;
   std::string job_;
   int groups_ = 0;
   std::unique_ptr<net::ProcessStore> store_;  // rank 0

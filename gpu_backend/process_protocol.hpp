@@ -10,8 +10,8 @@
 namespace prefetchlab::gpu::net {
 
 enum class Message : std::uint32_t {
-  kHello = 1,   // rank -> store: {rank, world_size, version, run}
-  kWelcome,     // store -> rank: every rank is here
+  kHello = 1,   // rank -> store: {rank, world_size, version, run, host}
+  kWelcome,     // store -> rank: every rank is here; {nodes, ranks_per_node, job}
   kRefused,     // store -> rank: {message}; the job cannot run (ranks disagree)
   kPut,         // rank -> store: {key}, data
   kGet,         // rank -> store: {key}

@@ -219,8 +219,12 @@ class ProcessStore::Server {
     p.host = h.value("host", std::string());
     if (std::all_of(all.begin(), all.end(), [](const Peer* q) { return q != nullptr; })) {
       admitted_ = true;
-      const bool same_host = std::all_of(all.begin(), all.end(), [&](const Peer* q) { return q->host == all[0]->host; });
-      for (Peer* q : all) send(*q, Message::kWelcome, {{"same_host", same_host}, {"job", job_}});
+      std::map<std::string, int> per_host;
+      for (const Peer* q : all) ++per_host[q->host];
+      int ranks_per_node = 0;
+      for (const auto& [host, count] : per_host) ranks_per_node = std::max(ranks_per_node, count);
+      const json welcome{{"nodes", per_host.size()}, {"ranks_per_node", ranks_per_node}, {"job", job_}};
+      for (Peer* q : all) send(*q, Message::kWelcome, welcome);
     }
   }
 
