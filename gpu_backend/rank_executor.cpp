@@ -115,8 +115,8 @@ std::int64_t RankExecutor::host_now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - host_epoch_).count();
 }
 
-void RankExecutor::plan_note(std::string entry) {
-  if (options_.record_plans) plan_log_.push_back(std::move(entry));
+void RankExecutor::plan_note(std::string_view entry) {
+  if (options_.record_plans) plan_log_.emplace_back(entry);
 }
 
 // --- device helpers ---
@@ -849,7 +849,7 @@ void RankExecutor::execute(const core::Plan& plan, Context& context) {
         note += ' ';
         note += std::to_string(p);
       }
-      plan_note(std::move(note));
+      plan_note(note);
     } else if (std::holds_alternative<core::ComputeWaitsForAllGather>(action)) {
       if (all_gather_ != compute_) device_.wait(compute_, device_.record(all_gather_));
       take_fetch_end_sample(context);
@@ -877,7 +877,7 @@ void RankExecutor::execute_gather(const core::Gather& gather, Context& context) 
     note += ' ';
     note += std::to_string(p);
   }
-  plan_note(std::move(note));
+  plan_note(note);
   if (!gather.collective) {
     for (const int p : gather.param_ids) {
       const auto pi = static_cast<std::size_t>(p);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model/checkpoint_units.hpp"
@@ -168,7 +169,7 @@ class RankExecutor final : public RankInspector {
   std::int64_t host_now_ns() const;
   void note_memory();
   std::vector<double> agree_on_device(const std::vector<double>& values, ReduceOp op, SyncTag tag);
-  void plan_note(std::string entry);
+  void plan_note(std::string_view entry);
 
   const core::Scenario& scenario_;
   const core::ModelSpec& model_;

@@ -89,8 +89,9 @@ SamplesFile read_samples_csv(const std::filesystem::path& path, int world_size) 
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     TimingSample sample;
     // Bounded: a replay steps every controller through every iteration up to the last one.
-    sample.iteration = static_cast<int>(
-        integer(0, 1, kMaxIterations, "an iteration in [1, " + std::to_string(kMaxIterations) + "]"));
+    std::string iteration_form = "an iteration in [1, ";  // appended, not chained: GCC 12's -Warray-bounds
+    iteration_form += std::to_string(kMaxIterations) + "]";  // misfires on `"literal" + std::string`
+    sample.iteration = static_cast<int>(integer(0, 1, kMaxIterations, iteration_form));
     sample.rank = static_cast<int>(integer(1, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(),
                                            "a rank"));
     if (sample.rank < 0 || sample.rank >= world_size) {
