@@ -121,7 +121,8 @@ std::string measured_curve_yaml(const MeasuredCollectiveCurve& curve, int indent
   if (curve.nodes) out += pad + "  nodes: " + std::to_string(*curve.nodes) + "\n";
   out += pad + "  sizes_bytes: [";
   for (std::size_t i = 0; i < curve.sizes_bytes.size(); ++i) {
-    out += (i ? ", " : "") + std::to_string(curve.sizes_bytes[i]);
+    if (i) out += ", ";
+    out += std::to_string(curve.sizes_bytes[i]);
   }
   out += "]\n" + pad + "  times_us: [";
   for (std::size_t i = 0; i < curve.times_us.size(); ++i) {

@@ -36,9 +36,10 @@ std::string spread_ms(const RankSpread& s, std::int64_t ranks) {
   return ms(s.median) + " ms (ranks " + ms(s.min) + " - " + ms(s.max) + ")";
 }
 
-std::string pad(std::string text, std::size_t width) {
-  if (text.size() < width) text.append(width - text.size(), ' ');
-  return text;
+std::string pad(const std::string& text, std::size_t width) {
+  std::string padded = text;  // not a by-value parameter returned: GCC 12 warns falsely on its move
+  if (padded.size() < width) padded.append(width - padded.size(), ' ');
+  return padded;
 }
 
 nlohmann::ordered_json spread_json(const RankSpread& s) {
