@@ -17,7 +17,7 @@ class DeviceGroup {
  public:
   virtual ~DeviceGroup() = default;
   virtual int world_size() const = 0;
-  // The ranks whose devices this process holds: all of them, or its link's rank (device.cpp).
+  // The ranks whose devices this process holds: all of them, or its link's rank (device_group.cpp).
   std::vector<int> local_ranks() const;
   // The link to the other processes' ranks; null when every rank is here.
   virtual ProcessLink* process_link() const { return nullptr; }
