@@ -304,13 +304,14 @@ CLI::App* add_calibrate_command(CLI::App& app, int* exit_code) {
   c->add_option("--from-nccl-tests", o->logs, "nccl-tests output files (all_gather_perf, reduce_scatter_perf, all_reduce_perf)");
   c->add_option("--from-trace", o->traces,
                 "a real run's torch.profiler traces, one per rank: fit collective latency and bus bandwidth from "
-                "cross-rank true times, and host_speed from the torch-level collective calls (docs/traces.md)");
+                "cross-rank true times, host_speed from the torch-level collective calls, and DeepSpeed's hook "
+                "terms from with_stack=True frames (docs/traces.md)");
   c->add_option("scenario", o->scenario_positional,
                 "with --backend: a scenario whose GEMM shapes (M = micro_batch x seq_len) and bucket sizes are "
                 "measured, and whose hardware is the base (default: a set of 7B-class shapes on a GPU)");
   c->add_option("--scenario", o->scenario,
-                "with --from-trace: the traced job's scenario, simulated to fit compute_time_scale; with --backend: "
-                "as SCENARIO");
+                "with --from-trace: the traced job's scenario, simulated to fit compute_time_scale and, paired "
+                "with its calls, DeepSpeed's fetch, all-gather and release host terms; with --backend: as SCENARIO");
   c->add_option("--set", o->overrides, "with a scenario: override a scenario key: key.path=value");
   c->add_option("--max-fit-error", o->max_fit_error,
                 "with --backend: the largest rms relative error of a fit (GEMMs, memory passes, copies) for the "

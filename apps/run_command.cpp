@@ -203,6 +203,7 @@ int run(const RunOptions& options) {
                                                   ? sim::RankSimulation::kEveryRank
                                                   : sim::RankSimulation::kCollapseIdentical;
   sim::World world(scenario, scenario.output.trace || !options.kineto_dir.empty(), rank_simulation);
+  if (!options.kineto_dir.empty()) world.record_deepspeed_frames();  // python_function events
   g_interrupted.store(false);
   const auto previous = std::signal(SIGINT, on_sigint);
   sim::WorldResult result = world.run(sink, &g_interrupted);
@@ -257,8 +258,9 @@ CLI::App* add_run_command(CLI::App& app, int* exit_code) {
   command->add_option("-o,--output", options->output_dir, "output folder (default: the scenario's output.dir)");
   command->add_option("--set", options->overrides, "override a scenario key: key.path=value");
   command->add_option("--kineto-trace", options->kineto_dir,
-                      "also write the run as torch.profiler would have recorded it: DIR/rank<N>.pt.trace.json "
-                      "(for trace-summary and calibrate --from-trace; docs/traces.md)");
+                      "also write the run as torch.profiler would have recorded it, DeepSpeed's Python frames "
+                      "included (with_stack=True): DIR/rank<N>.pt.trace.json (for trace-summary and calibrate "
+                      "--from-trace; docs/traces.md)");
   command->add_flag("--every-rank", options->every_rank,
                     "simulate every rank even where the scenario makes them identical (by default one stands for "
                     "all: the same figures, but samples.csv, memory.csv and trace.json then hold that one)");

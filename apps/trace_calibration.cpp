@@ -13,11 +13,13 @@
 #include "core/hardware/hardware_profile.hpp"
 #include "core/input/closest_match.hpp"
 #include "core/input/input_error.hpp"
+#include "core/trace_import/coordinator_fit.hpp"
 #include "core/trace_import/trace_calibration.hpp"
 #include "core/metrics/metrics.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/trace_import/trace_set.hpp"
 #include "core/trace_import/trace_summary.hpp"
+#include "sim/deepspeed_frames.hpp"
 #include "sim/kineto_trace.hpp"
 #include "sim/world.hpp"
 
@@ -49,7 +51,7 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
                            "the base hardware profile: bundled name or YAML path",
                            core::closest_match(base_name, core::bundled_hardware_names(bundled.hardware_dir)));
   }
-  core::load_hardware_profile(*base);
+  const core::HardwareProfile base_profile = core::load_hardware_profile(*base);
   const core::TraceSet set = core::load_trace_set(o.traces, o.timeline);
   const core::TraceCalibration cal = core::calibrate_from_traces(set, o.tolerance);
 
@@ -112,10 +114,13 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
   if (!o.scenario.empty()) {
     // compute_time_scale: the scenario simulated, written and read back like the traces, so
     // both compute busy times are measured the same way.
-    std::erase_if(not_fitted, [](const std::string& why) { return why.starts_with("compute_time_scale"); });
+    std::erase_if(not_fitted, [](const std::string& why) {
+      return why.starts_with("compute_time_scale") || why.starts_with("host_fetch_*");
+    });
     // The simulated compute busy time per step (median of the steady iterations) at a given
     // compute_time_scale (none: the scenario's own).
     std::string scenario_name;
+    std::optional<core::CoordinatorCallCounts> call_counts;  // one iteration's, from the first run
     const auto simulated_busy_ns = [&](std::optional<double> scale, double* used_scale) {
       std::vector<std::string> overrides = o.overrides;
       if (scale) overrides.push_back("cluster.calibration.compute_time_scale=" + fmt("%.9g", *scale));
@@ -123,6 +128,7 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
       scenario_name = scenario.name;
       *used_scale = scenario.cluster.calibration.compute_time_scale;
       sim::World world(scenario, /*record_trace=*/true);
+      world.record_deepspeed_frames();
       const sim::WorldResult simulated = world.run();
       if (simulated.status != core::RunStatus::kOk) {
         throw core::InputError({o.scenario, 0}, "", "could not be simulated (" + simulated.message + ")",
@@ -130,6 +136,7 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
       }
       const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
                                         ("prefetchlab-calibrate-" + std::to_string(::getpid()));
+      if (!call_counts) call_counts = sim::coordinator_call_counts(world.deepspeed_frames(0));
       sim::write_kineto_traces(tmp, world);
       std::vector<std::string> files;
       for (int r = 0; r < world.ranks(); ++r) files.push_back((tmp / ("rank" + std::to_string(r) + ".pt.trace.json")).string());
@@ -163,6 +170,29 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
              << scenario_name << "\n";
     } else {
       not_fitted.push_back("compute_time_scale: no compute in the trace's steps or in the simulation");
+    }
+    bool python = false;
+    for (const auto& rank : set.ranks) python = python || rank.python_function_events > 0;
+    if (python && call_counts) {
+      const core::CoordinatorFit coordinator =
+          core::fit_coordinator_terms(set, *call_counts, base_profile.calibration, cal.host_speed);
+      for (const auto& f : coordinator.functions) {
+        std::printf("  %s: %lld calls paired with the scenario's over %lld step(s); own time minus the fitted line, "
+                    "p10 %+.1f / p90 %+.1f us\n",
+                    f.function.c_str(), static_cast<long long>(f.calls), static_cast<long long>(coordinator.steps_paired),
+                    f.residual_p10_us, f.residual_p90_us);
+      }
+      for (const auto& term : coordinator.terms) {
+        if (!term.fitted) {
+          std::printf("  %s not fitted: %s\n", term.term.c_str(), term.why_not.c_str());
+          continue;
+        }
+        values[term.term] = term.value_us;
+        std::printf("  %s %.2f us: %s's own time, median regression%s\n", term.term.c_str(), term.value_us,
+                    term.function.c_str(), cal.host_speed > 0 ? ", times host_speed" : "");
+        header << "#   " << term.term << " " << fmt("%.2f", term.value_us) << " from " << term.function << " calls\n";
+      }
+      for (const auto& why : coordinator.not_fitted) not_fitted.push_back(why);
     }
   }
   for (const auto& why : not_fitted) std::printf("  not fitted: %s\n", why.c_str());

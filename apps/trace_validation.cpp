@@ -108,6 +108,7 @@ int run_trace_validation(const TraceValidationOptions& o) {
   const core::TraceSummary real_summary = core::summarize_traces(real);
 
   sim::World world(scenario, /*record_trace=*/true);
+  world.record_deepspeed_frames();  // simulated_kineto/ as with_stack=True would record it
   const sim::WorldResult simulated = world.run();
   if (simulated.status != core::RunStatus::kOk) {
     std::cerr << "error: the simulation of " << scenario.name << " ended " << core::run_status_name(simulated.status)

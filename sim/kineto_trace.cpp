@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/trace_import/kineto_trace_writer.hpp"
+#include "sim/deepspeed_frames.hpp"
 #include "sim/world.hpp"
 
 namespace prefetchlab::sim {
@@ -69,6 +70,25 @@ void write_kineto_traces(const std::filesystem::path& dir, const World& world) {
         }
       }
     });
+    // DeepSpeed's Python frames (when the world logged them), of the iterations kept, each
+    // caller before its callees where they start together (the reader nests by start, then
+    // length, then file order).
+    std::vector<HostFrame> frames;
+    for (const HostFrame& f : world.deepspeed_frames(rank)) {
+      if (iterations.count(f.iteration)) frames.push_back(f);
+    }
+    std::stable_sort(frames.begin(), frames.end(), [](const HostFrame& a, const HostFrame& b) {
+      if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+      if (a.duration_ns != b.duration_ns) return a.duration_ns > b.duration_ns;
+      return a.depth < b.depth;
+    });
+    for (const HostFrame& f : frames) {
+      if (is_python_frame(f.frame)) {
+        writer.python_function(deepspeed_frame_name(f.frame), f.start_ns, f.duration_ns);
+      } else {
+        writer.runtime(deepspeed_frame_name(f.frame), f.start_ns, f.duration_ns);
+      }
+    }
     // One ProfilerStep#N per iteration: from its first event to the next iteration's first.
     std::vector<std::pair<std::int32_t, std::pair<TimeNs, TimeNs>>> ordered(iterations.begin(), iterations.end());
     for (std::size_t i = 0; i < ordered.size(); ++i) {

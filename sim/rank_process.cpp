@@ -5,6 +5,7 @@
 #include "core/scenario/scenario_coordinator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <variant>
 
@@ -213,6 +214,39 @@ HostTask RankProcess::host_sync_on_comm(std::int32_t event, TimeNs* idle_ns) {
   // The compute stream only gets work from this host: if it drained before the host was
   // released, it stayed idle from then (or from when the host blocked) until now.
   if (compute_.idle()) *idle_ns += std::max<TimeNs>(0, engine_.now_ns() - std::max(blocked_from, compute_.last_done_ns()));
+  add_frame(DeepSpeedFrame::kEventSynchronize, blocked_from, engine_.now_ns(), -1, 5);
+}
+
+std::size_t RankProcess::add_frame(DeepSpeedFrame frame, TimeNs start_ns, TimeNs end_ns, std::int64_t params, int depth) {
+  if (!frames_on() || end_ns <= start_ns) return frames_.size();
+  HostFrame f;
+  f.start_ns = start_ns;
+  f.duration_ns = end_ns - start_ns;
+  f.iteration = current_ ? current_->iteration : 0;
+  f.params = static_cast<std::int32_t>(params);
+  f.frame = frame;
+  f.depth = static_cast<std::uint8_t>(depth);
+  frames_.push_back(f);
+  return frames_.size() - 1;
+}
+
+void RankProcess::post_hook_frames(core::Phase phase, TimeNs start_ns, TimeNs spent_ns, TimeNs end_ns, TimeNs hook_ns,
+                                   TimeNs release_ns, TimeNs after_ns, std::int64_t params, std::int64_t freed) {
+  if (!frames_on()) return;
+  const TimeNs nominal_ns = hook_ns + release_ns + after_ns;
+  const double stretch = nominal_ns > 0 ? static_cast<double>(spent_ns - start_ns) / static_cast<double>(nominal_ns) : 0.0;
+  const auto at = [&](TimeNs offset_ns) { return start_ns + std::llround(static_cast<double>(offset_ns) * stretch); };
+  const bool forward = phase == core::Phase::kForward;
+  add_frame(forward ? DeepSpeedFrame::kPostForwardHook : DeepSpeedFrame::kPostBackwardHook, start_ns, end_ns, -1, 0);
+  add_frame(forward ? DeepSpeedFrame::kPostForwardFunction : DeepSpeedFrame::kPostBackwardFunction, start_ns,
+            at(hook_ns + release_ns), -1, 1);
+  add_frame(DeepSpeedFrame::kRelease, at(hook_ns), at(hook_ns + release_ns), params, 2);
+  // partition() of each freed parameter, at the end of the release.
+  const TimeNs per_freed_ns = shared_.compute->host().release_ns(0, 1) - shared_.compute->host().release_ns(0, 0);
+  for (std::int64_t i = 0; i < freed; ++i) {
+    const TimeNs from = hook_ns + release_ns - (freed - i) * per_freed_ns;
+    add_frame(DeepSpeedFrame::kPartitionParam, at(from), at(from + per_freed_ns), -1, 3);
+  }
 }
 
 void RankProcess::host_span(std::int32_t label, TimeNs start_ns) {
@@ -447,6 +481,7 @@ HostTask RankProcess::fetch_hook(int module, core::Phase phase) {
   const HostCostModel& host = shared_.compute->host();
   const TimeNs hook_start = engine_.now_ns();
   co_await spend(phase == core::Phase::kForward ? host.pre_forward_hook_ns() : host.pre_backward_hook_ns());
+  const TimeNs fetch_start = engine_.now_ns();
   current_->fetches.push_back({static_cast<std::uint8_t>(phase), record_kept(compute_), -1, host_timer_now(), 0});
   Context context{phase, module, &current_->fetches.back()};
   core::FetchPlan fetch = coordinator_.fetch_sub_module(module, phase);
@@ -456,6 +491,13 @@ HostTask RankProcess::fetch_hook(int module, core::Phase phase) {
   take_fetch_end_sample(context);
   after_fetch(fetch.info);
   host_span(shared_.label_hook_fetch, hook_start);
+  if (frames_on()) {
+    const bool forward = phase == core::Phase::kForward;
+    const TimeNs end = engine_.now_ns();
+    add_frame(forward ? DeepSpeedFrame::kPreForwardHook : DeepSpeedFrame::kPreBackwardHook, hook_start, end, -1, 0);
+    add_frame(forward ? DeepSpeedFrame::kPreForwardFunction : DeepSpeedFrame::kPreBackwardFunction, hook_start, end, -1, 1);
+    add_frame(DeepSpeedFrame::kFetch, fetch_start, end, info.on_demand.params + info.in_flight.params + info.available.params, 2);
+  }
 }
 
 HostTask RankProcess::launch_own_work(const std::vector<TimeNs>& kernel_ns, TimeNs launch_ns, std::int32_t label) {
@@ -504,11 +546,15 @@ HostTask RankProcess::forward(int module) {
   if (!spec.z3_hooks) co_return;
   const TimeNs release_start = engine_.now_ns();
   const core::Plan release_plan = coordinator_.release_sub_module(module, core::Phase::kForward);
-  co_await spend(compute.host().post_forward_hook_ns() + release_host_ns(module, release_plan) +
-                 compute.host().backward_hook_setup_ns());
+  const TimeNs release_ns = release_host_ns(module, release_plan);
+  co_await spend(compute.host().post_forward_hook_ns() + release_ns + compute.host().backward_hook_setup_ns());
+  const TimeNs spent = engine_.now_ns();
   Context release_context{core::Phase::kForward, module, nullptr};
   co_await execute(release_plan, release_context);
   host_span(shared_.label_hook_release, release_start);
+  post_hook_frames(core::Phase::kForward, release_start, spent, engine_.now_ns(), compute.host().post_forward_hook_ns(),
+                   release_ns, compute.host().backward_hook_setup_ns(), static_cast<std::int64_t>(spec.param_ids.size()),
+                   freed_params(release_plan));
 }
 
 HostTask RankProcess::backward(int module) {
@@ -548,22 +594,30 @@ HostTask RankProcess::backward(int module) {
   if (!spec.post_backward_hook_fires) co_return;
   const TimeNs release_start = engine_.now_ns();
   const core::Plan release_plan = coordinator_.release_sub_module(module, core::Phase::kBackward);
-  co_await spend(compute.host().post_backward_hook_ns() + release_host_ns(module, release_plan));
+  const TimeNs release_ns = release_host_ns(module, release_plan);
+  co_await spend(compute.host().post_backward_hook_ns() + release_ns);
+  const TimeNs spent = engine_.now_ns();
   Context release_context{core::Phase::kBackward, module, nullptr};
   co_await execute(release_plan, release_context);
   host_span(shared_.label_hook_release, release_start);
+  post_hook_frames(core::Phase::kBackward, release_start, spent, engine_.now_ns(), compute.host().post_backward_hook_ns(),
+                   release_ns, 0, static_cast<std::int64_t>(spec.param_ids.size()), freed_params(release_plan));
 }
 
 // release_sub_module's host cost: per call, per parameter of the module, per parameter the plan
 // partitions.
 TimeNs RankProcess::release_host_ns(int module, const core::Plan& plan) const {
+  const auto params = static_cast<std::int64_t>(
+      shared_.scenario->model.modules[static_cast<std::size_t>(module)].param_ids.size());
+  return shared_.compute->host().release_ns(params, freed_params(plan));
+}
+
+std::int64_t RankProcess::freed_params(const core::Plan& plan) {
   std::int64_t freed = 0;
   for (const core::PlanAction& action : plan.actions) {
     if (const auto* r = std::get_if<core::Release>(&action)) freed += static_cast<std::int64_t>(r->param_ids.size());
   }
-  const auto params = static_cast<std::int64_t>(
-      shared_.scenario->model.modules[static_cast<std::size_t>(module)].param_ids.size());
-  return shared_.compute->host().release_ns(params, freed);
+  return freed;
 }
 
 // Per-parameter grad hooks (stage3.py): a parameter's gradient is final after its last use
@@ -600,6 +654,8 @@ HostTask RankProcess::gradients_ready(int module) {
 
 HostTask RankProcess::flush_reduce_bucket(int module) {
   const core::Scenario& scenario = *shared_.scenario;
+  const TimeNs flush_start = engine_.now_ns();
+  const auto bucket_params = static_cast<std::int64_t>(bucket_.params().size());
   // Host throttle identical to the fetch path (stage3.py, max_param_reduce_events).
   if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
                                                      [&](std::int32_t e) { return events_.signaled(e); })) {
@@ -656,7 +712,10 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
   reduce_events_.push_back(record(*reduce_scatter_));
   // The host's cost of launching the interleave copy, the divide and the partition copy (the
   // reduce-scatter's launch was charged above); the flat buffer is dropped after them.
+  const TimeNs launches_start = engine_.now_ns();
   co_await spend((flat ? 3 : 2) * shared_.compute->host().kernel_launch_ns());
+  add_frame(DeepSpeedFrame::kKernelLaunch, launches_start, engine_.now_ns(), -1, 5);
+  add_frame(DeepSpeedFrame::kReduceIpgGrads, flush_start, engine_.now_ns(), bucket_params, 0);
   // The reduce stream waited for the reduce-scatter, so its current point covers the NCCL use.
   if (flat) memory_->free_after(*flat, *reduce_scatter_, engine_.now_ns());
   for (const auto grad : grads_in_bucket_) memory_->free_after(grad, *reduce_scatter_, engine_.now_ns());
@@ -671,13 +730,24 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
   // call of all_gather_coalesced is one handle (its dtype groups are collectives of that call).
   bool on_demand_round = false;
   bool prefetch_round = false;
+  // The rounds' __all_gather_params frames (frames_on()): index in frames_, or npos.
+  std::size_t on_demand_round_frame = static_cast<std::size_t>(-1);
+  std::size_t prefetch_round_frame = static_cast<std::size_t>(-1);
   for (const core::PlanAction& action : plan.actions) {
     if (const auto* gather = std::get_if<core::Gather>(&action)) {
       TimeNs issue_ns = 0;  // the round's bookkeeping, if this gather opens the round
       bool& round = gather->kind == core::GatherKind::kPrefetch ? prefetch_round : on_demand_round;
+      std::size_t& round_frame = gather->kind == core::GatherKind::kPrefetch ? prefetch_round_frame : on_demand_round_frame;
+      const TimeNs spend_start = engine_.now_ns();
+      // The round's frame runs from its first gather's issue to its last one's.
+      const auto extend_round = [&] {
+        if (round_frame < frames_.size()) frames_[round_frame].duration_ns = engine_.now_ns() - frames_[round_frame].start_ns;
+      };
       if (gather->kind != core::GatherKind::kPersistentRegather && !round) {
         round = true;
         issue_ns = host.fetch_gather_round_ns();
+        round_frame = frames_on() ? add_frame(DeepSpeedFrame::kGatherRound, spend_start, spend_start + 1, -1, 3)
+                                  : static_cast<std::size_t>(-1);
       }
       auto& memory = handle_memory_[gather->handle_id];
       const bool new_call = !memory.alive;
@@ -687,6 +757,7 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       current_->gathered_numel += gather->numel;
       if (!gather->collective) {  // world size 1: a no-gather handle, no collective
         co_await spend(issue_ns);
+        extend_round();
         if (scenario.zero.offload_param.device != core::OffloadDevice::kNone) {
           co_await copy_up_without_gather(*gather, context.module);
         }
@@ -710,6 +781,20 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
                            : gathered_params * host.allgather_per_param_ns();
       if (new_call) call_ns += host.allgather_call_ns();
       co_await spend(issue_ns + call_ns + host.kernel_launch_ns());
+      if (frames_on() && gather->kind != core::GatherKind::kPersistentRegather) {
+        // all_gather_coalesced: after the round's bookkeeping, its call and its copy-in's launch.
+        const TimeNs nominal_ns = issue_ns + call_ns + host.kernel_launch_ns();
+        const TimeNs issue_part = nominal_ns > 0 ? std::llround(static_cast<double>(engine_.now_ns() - spend_start) *
+                                                                static_cast<double>(issue_ns) / static_cast<double>(nominal_ns))
+                                                 : 0;
+        const TimeNs launch_part = nominal_ns > 0 ? std::llround(static_cast<double>(engine_.now_ns() - spend_start) *
+                                                                 static_cast<double>(host.kernel_launch_ns()) /
+                                                                 static_cast<double>(nominal_ns))
+                                                  : 0;
+        add_frame(DeepSpeedFrame::kAllGatherCoalesced, spend_start + issue_part, engine_.now_ns(), gathered_params, 4);
+        add_frame(DeepSpeedFrame::kKernelLaunch, engine_.now_ns() - launch_part, engine_.now_ns(), -1, 5);
+        extend_round();
+      }
       // zero.offload_param: the shards live in pinned host memory and cross the host link first.
       if (scenario.zero.offload_param.device != core::OffloadDevice::kNone) {
         launch_kernel(*all_gather_, at_rate_ns(flat_bytes / world_size_, shared_.host_to_device_bytes_per_s),
@@ -732,7 +817,9 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
     } else if (const auto* w = std::get_if<core::Wait>(&action)) {
       if (w->context == core::WaitContext::kFetch) {
         // The wait loop's host work for this in-flight parameter (the wait's blocking apart).
+        const TimeNs wait_start = engine_.now_ns();
         co_await spend(host.fetch_per_inflight_param_ns());
+        add_frame(DeepSpeedFrame::kHandleWait, wait_start, engine_.now_ns(), -1, 3);
         if (const auto oldest = core::event_to_synchronize(ongoing_fetch_events_, core::kMaxOngoingFetchEvents,
                                                            [&](std::int32_t e) { return events_.signaled(e); })) {
           co_await host_sync_on_comm(*oldest, &current_->stall_ns[static_cast<int>(context.phase)]);

@@ -18,6 +18,7 @@
 #include "core/scenario/expert_routing.hpp"
 #include "sim/communicator.hpp"
 #include "sim/compute_model.hpp"
+#include "sim/deepspeed_frames.hpp"
 #include "sim/device_stream.hpp"
 #include "sim/host_task.hpp"
 #include "sim/id_window.hpp"
@@ -125,6 +126,9 @@ struct SharedRankContext {
   // output.trace_ranks by simulated rank (a representative is kept when any rank it stands for
   // is): the ranks that record a memory timeline. Empty = every rank.
   std::vector<char> timeline_rank_mask;
+  // Log DeepSpeed's Python frames on the ranks the trace records (the Kineto export's
+  // python_function events; sim/deepspeed_frames.hpp).
+  bool deepspeed_frames = false;
 };
 
 class RankProcess final : public StreamObserver {
@@ -149,6 +153,8 @@ class RankProcess final : public StreamObserver {
   const std::optional<std::string>& out_of_memory() const { return out_of_memory_; }
   const core::Coordinator& coordinator() const { return coordinator_; }
   Stream& compute_stream() { return compute_; }
+  // DeepSpeed's Python frames so far (SharedRankContext::deepspeed_frames; else empty).
+  const HostFrameLog& deepspeed_frames() const { return frames_; }
 
   // StreamObserver
   void on_kernel_done(const Stream& stream, const StreamOp& op, TimeNs start_ns, TimeNs end_ns) override;
@@ -181,6 +187,7 @@ class RankProcess final : public StreamObserver {
   HostTask forward(int module);
   HostTask backward(int module);
   TimeNs release_host_ns(int module, const core::Plan& release_plan) const;
+  static std::int64_t freed_params(const core::Plan& release_plan);  // the parameters it partitions
   HostTask execute(const core::Plan& plan, Context& context);
   // World size 1: DeepSpeed's no-gather handles (sim/no_gather_handle.cpp). Issue: with
   // zero.offload_param, each parameter is copied up into its own buffer; wait: the host
@@ -229,6 +236,14 @@ class RankProcess final : public StreamObserver {
   void after_fetch(const core::FetchInfo& info);
   void add_gathered_bytes(std::int64_t bytes);
   void host_span(std::int32_t label, TimeNs start_ns);
+  bool frames_on() const { return shared_.deepspeed_frames && shared_.trace->records_rank(rank_); }
+  // Logs a frame of [start_ns, end_ns) when frames_on() and it is not empty; returns its index.
+  std::size_t add_frame(DeepSpeedFrame frame, TimeNs start_ns, TimeNs end_ns, std::int64_t params, int depth);
+  // A post-module hook's frames: the hook's one charge of `hook_ns` + `release_ns` + `after_ns`
+  // (the backward hooks' set-up), spent from `start_ns` to `spent_ns`, split in proportion (host
+  // noise stretches the whole), and the hook ending at `end_ns`.
+  void post_hook_frames(core::Phase phase, TimeNs start_ns, TimeNs spent_ns, TimeNs end_ns, TimeNs hook_ns,
+                        TimeNs release_ns, TimeNs after_ns, std::int64_t params, std::int64_t freed);
 
   int rank_;
   EventEngine& engine_;
@@ -278,6 +293,7 @@ class RankProcess final : public StreamObserver {
   core::RandomStream timer_noise_;
   double slow_factor_ = 1.0;
   TimeNs last_timer_reading_ = 0;
+  HostFrameLog frames_;
 };
 
 }  // namespace prefetchlab::sim

@@ -68,6 +68,12 @@ class World final : public EventHandler, public CollectiveListener {
   WorldResult run(const IterationSink& sink = {}, const std::atomic<bool>* interrupt = nullptr);
 
   const TraceRecorder& trace() const { return trace_; }
+  // Also log DeepSpeed's Python frames on the ranks the trace records (sim/deepspeed_frames.hpp),
+  // for the Kineto export: call before run().
+  void record_deepspeed_frames() { shared_.deepspeed_frames = true; }
+  const HostFrameLog& deepspeed_frames(int rank) const {
+    return ranks_[static_cast<std::size_t>(rank)]->deepspeed_frames();
+  }
   const LabelTable& labels() const { return labels_; }
   const Communicator& communicator() const { return *communicator_; }
   const core::Scenario& scenario() const { return scenario_; }

@@ -57,6 +57,16 @@ void KinetoTraceWriter::host_op(const std::string& name, std::int64_t start_ns, 
                                  {"ts", us(start_ns)}, {"dur", us(duration_ns)}});
 }
 
+void KinetoTraceWriter::python_function(const std::string& name, std::int64_t start_ns, std::int64_t duration_ns) {
+  doc_["traceEvents"].push_back({{"ph", "X"}, {"cat", "python_function"}, {"name", name}, {"pid", kHostPid},
+                                 {"tid", kHostPid}, {"ts", us(start_ns)}, {"dur", us(duration_ns)}});
+}
+
+void KinetoTraceWriter::runtime(const std::string& name, std::int64_t start_ns, std::int64_t duration_ns) {
+  doc_["traceEvents"].push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", name}, {"pid", kHostPid},
+                                 {"tid", kHostPid}, {"ts", us(start_ns)}, {"dur", us(duration_ns)}});
+}
+
 void KinetoTraceWriter::kernel(const std::string& name, int stream, std::int64_t start_ns, std::int64_t duration_ns) {
   doc_["traceEvents"].push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", name}, {"pid", 0}, {"tid", stream},
                                  {"ts", us(start_ns)}, {"dur", us(duration_ns)},

@@ -26,6 +26,10 @@ class KinetoTraceWriter {
 
   void step(std::int64_t number, std::int64_t start_ns, std::int64_t duration_ns);
   void host_op(const std::string& name, std::int64_t start_ns, std::int64_t duration_ns);
+  // A Python frame as with_stack=True records it ("path/file.py(line): function"), and a CUDA
+  // runtime call ("cudaEventSynchronize"), both on the host thread.
+  void python_function(const std::string& name, std::int64_t start_ns, std::int64_t duration_ns);
+  void runtime(const std::string& name, std::int64_t start_ns, std::int64_t duration_ns);
   void kernel(const std::string& name, int stream, std::int64_t start_ns, std::int64_t duration_ns);
   // `full_elements`: the whole gathered / reduced buffer; `seq`: the collective's place in its
   // group's order (the same on every rank).

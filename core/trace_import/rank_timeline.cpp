@@ -71,6 +71,18 @@ std::string deepspeed_function(const std::string& frame) {
 
 }  // namespace
 
+const char* hook_wrapper_of(const std::string& function) {
+  if (function == "pre_sub_module_forward_function") return "_pre_forward_module_hook";
+  if (function == "post_sub_module_forward_function") return "_post_forward_module_hook";
+  if (function == "pre_sub_module_backward_function") return "_pre_backward_module_hook";
+  if (function == "post_sub_module_backward_function") return "_post_backward_module_hook";
+  return nullptr;
+}
+
+bool is_synchronize_call(const std::string& name) {
+  return (starts_with(name, "cuda") || starts_with(name, "hip")) && name.ends_with("Synchronize");
+}
+
 bool is_deepspeed_coordinator_function(const std::string& function) {
   return function == "fetch_sub_module" || function == "release_sub_module";
 }
@@ -81,6 +93,7 @@ bool is_deepspeed_hook_function(const std::string& function) {
       "_post_backward_module_hook",      "pre_sub_module_forward_function",  "post_sub_module_forward_function",
       "pre_sub_module_backward_function", "post_sub_module_backward_function", "fetch_sub_module",
       "release_sub_module",              "all_gather_coalesced",             "reduce_partition_and_remove_grads",
+      "__reduce_and_partition_ipg_grads",
   };
   for (const char* f : kFunctions) {
     if (function == f) return true;
@@ -190,6 +203,19 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
     });
     std::vector<std::size_t> open;
     std::map<std::size_t, std::size_t> hook_call_of_event;  // open DeepSpeed frames -> hook_calls
+    // The innermost open DeepSpeed call of hook_calls, if it is `function`; stops (null) at a
+    // torch-level collective call when `collective_stops`.
+    const auto innermost_call = [&](const char* function, bool collective_stops) -> HostHookCall* {
+      for (auto it = open.rbegin(); it != open.rend(); ++it) {
+        CollectiveKind ignored = CollectiveKind::kOther;
+        if (collective_stops && collective_call_kind(trace.name_of(events[*it]), &ignored)) return nullptr;
+        const auto found = hook_call_of_event.find(*it);
+        if (found == hook_call_of_event.end()) continue;
+        HostHookCall& call = out.hook_calls[found->second];
+        return call.function == function ? &call : nullptr;
+      }
+      return nullptr;
+    };
     for (const std::size_t i : indices) {
       const TraceEvent& event = events[i];
       while (!open.empty() && events[open.back()].end_ns() <= event.ts_ns) open.pop_back();
@@ -202,6 +228,13 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
       if (event.category == TraceCategory::kRuntime &&
           (starts_with(name, "cudaLaunchKernel") || starts_with(name, "hipLaunchKernel") || starts_with(name, "hipExtLaunchKernel"))) {
         out.launch_call_ns.push_back(event.dur_ns);
+        if (HostHookCall* gather = innermost_call("all_gather_coalesced", true)) gather->launch_ns += event.dur_ns;
+        if (HostHookCall* reduce = innermost_call("__reduce_and_partition_ipg_grads", true)) reduce->launch_ns += event.dur_ns;
+      }
+      // The host blocked (an event, stream or device synchronisation) inside a fetch.
+      if (event.category == TraceCategory::kRuntime && is_synchronize_call(name)) {
+        if (HostHookCall* fetch = innermost_call("fetch_sub_module", false)) fetch->blocked_ns += event.dur_ns;
+        if (HostHookCall* reduce = innermost_call("__reduce_and_partition_ipg_grads", false)) reduce->blocked_ns += event.dur_ns;
       }
       if (event.category == TraceCategory::kRuntime && event.correlation >= 0) {
         Launch launch{event.ts_ns, -1, CollectiveKind::kOther};
@@ -235,6 +268,18 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
       if (event.category == TraceCategory::kPythonFunction) {
         ++out.python_function_events;
         const std::string function = deepspeed_function(name);
+        // Counted, not calls of their own: a fetch's rounds and handle waits, a release's
+        // partitioned parameters.
+        if (function == "__all_gather_params") {
+          if (HostHookCall* fetch = innermost_call("fetch_sub_module", false)) ++fetch->gather_rounds;
+        } else if (function == "wait" && name.find("partition_parameters.py(") != std::string::npos) {
+          if (HostHookCall* fetch = innermost_call("fetch_sub_module", false)) ++fetch->handle_waits;
+        } else if (function == "_partition_param") {
+          if (HostHookCall* release = innermost_call("release_sub_module", false)) ++release->partitioned_params;
+        }
+        if (function == "all_gather_coalesced") {
+          if (HostHookCall* fetch = innermost_call("fetch_sub_module", false)) fetch->gather_ns += event.dur_ns;
+        }
         if (!function.empty() && is_deepspeed_hook_function(function)) {
           HostHookCall call{function, event.dur_ns, step_at(event.ts_ns)};
           // Charge a coordinator call to each enclosing DeepSpeed frame once: to those that no
@@ -247,6 +292,10 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
             HostHookCall& parent = out.hook_calls[found->second];
             if (is_deepspeed_coordinator_function(function) && !inside_coordinator) parent.coordinator_ns += event.dur_ns;
             inside_coordinator = inside_coordinator || is_deepspeed_coordinator_function(parent.function);
+          }
+          if (function == "all_gather_coalesced") call.in_fetch = innermost_call("fetch_sub_module", false) != nullptr;
+          if (const char* wrapper = hook_wrapper_of(function)) {
+            if (HostHookCall* outer = innermost_call(wrapper, false)) outer->hook_function_ns += event.dur_ns;
           }
           hook_call_of_event[i] = out.hook_calls.size();
           out.hook_calls.push_back(std::move(call));

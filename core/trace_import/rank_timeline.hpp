@@ -68,7 +68,36 @@ struct HostHookCall {
   // hook terms count it (core/hardware/calibration.hpp).
   std::int64_t coordinator_ns = 0;
   bool nested_in_hook = false;  // called from inside another of these DeepSpeed functions
+  // What a coordinator call's own time leaves out and the counts its host-cost terms take
+  // (core/trace_import/coordinator_fit.hpp), from the events nested in it:
+  //   fetch_sub_module: its all_gather_coalesced calls' time, its blocking (cuda/hip
+  //   *Synchronize calls), its __all_gather_params rounds, and its handle waits (the
+  //   AllGatherCoalescedHandle.wait of each in-flight parameter, partition_parameters.py);
+  //   release_sub_module: the parameters it partitions (_partition_param);
+  //   all_gather_coalesced: its kernel launches outside the torch-level collective call (the
+  //   copy-in, charged as kernel_launch_us);
+  //   __reduce_and_partition_ipg_grads: its blocking and its launches outside the collective
+  //   call (the bucket's copies and divide).
+  std::int64_t gather_ns = 0;
+  std::int64_t blocked_ns = 0;
+  std::int64_t launch_ns = 0;
+  std::int64_t gather_rounds = 0;
+  std::int64_t handle_waits = 0;
+  std::int64_t partitioned_params = 0;
+  // A module-hook wrapper (_pre_forward_module_hook, ...): the time of the hook function it calls
+  // (pre_sub_module_forward_function, ...); the rest of its own time is the wrapper's own work
+  // (the autograd Functions that fire the backward hooks are applied there).
+  std::int64_t hook_function_ns = 0;
+  bool in_fetch = false;  // all_gather_coalesced called from fetch_sub_module (not the step's re-gather)
 };
+
+// The module-hook wrapper that calls a DeepSpeed hook function (pre_sub_module_forward_function
+// -> _pre_forward_module_hook, ...); null for any other function.
+const char* hook_wrapper_of(const std::string& function);
+
+// A CUDA/HIP runtime call in which the host blocks: cudaEventSynchronize, cudaStreamSynchronize,
+// cudaDeviceSynchronize (and hip*).
+bool is_synchronize_call(const std::string& name);
 
 // fetch_sub_module or release_sub_module: the coordinator calls a hook's own time leaves out.
 bool is_deepspeed_coordinator_function(const std::string& function);

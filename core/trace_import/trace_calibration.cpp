@@ -45,24 +45,47 @@ constexpr HookFunctions kHookFunctions[] = {
 };
 
 void fit_hook_terms(const TraceSet& set, TraceCalibration* out) {
+  const double speed = out->host_speed > 0 ? out->host_speed : 1.0;
   for (const auto& hook : kHookFunctions) {
+    // The hook function's own time is the term; a trace that shows only the wrapper (older
+    // releases) gives the wrapper's.
     std::vector<double> wrapper_us, inner_us;
     for (const auto& rank : set.ranks) {
       for (const auto& call : rank.hook_calls) {
         const double own_us = static_cast<double>(call.duration_ns - call.coordinator_ns) / 1e3;
         if (call.function == hook.wrapper) wrapper_us.push_back(own_us);
-        if (call.function == hook.inner && !call.nested_in_hook) inner_us.push_back(own_us);
+        if (call.function == hook.inner) inner_us.push_back(own_us);
       }
     }
-    const bool wrapped = !wrapper_us.empty();
-    const std::vector<double>& own = wrapped ? wrapper_us : inner_us;
+    const bool inner = !inner_us.empty();
+    const std::vector<double>& own = inner ? inner_us : wrapper_us;
     if (own.empty()) continue;
     TraceCalibration::HookTerm term;
     term.term = hook.term;
-    term.function = wrapped ? hook.wrapper : hook.inner;
+    term.function = inner ? hook.inner : hook.wrapper;
     term.events = static_cast<std::int64_t>(own.size());
     term.own_median_us = median_of(own);
-    term.value_us = term.own_median_us * (out->host_speed > 0 ? out->host_speed : 1.0);
+    term.value_us = term.own_median_us * speed;
+    out->hook_terms.push_back(std::move(term));
+  }
+  // The backward hooks' set-up: the forward wrappers' own work around their hook functions (the
+  // autograd Functions applied to a module's inputs in the pre-hook and outputs in the post-hook).
+  std::vector<double> pre_us, post_us;
+  for (const auto& rank : set.ranks) {
+    for (const auto& call : rank.hook_calls) {
+      if (call.hook_function_ns <= 0) continue;
+      const double rest_us = static_cast<double>(call.duration_ns - call.hook_function_ns) / 1e3;
+      if (call.function == "_pre_forward_module_hook") pre_us.push_back(rest_us);
+      if (call.function == "_post_forward_module_hook") post_us.push_back(rest_us);
+    }
+  }
+  if (!pre_us.empty() && !post_us.empty()) {
+    TraceCalibration::HookTerm term;
+    term.term = "host_backward_hook_setup_us";
+    term.function = "_pre_forward_module_hook + _post_forward_module_hook";
+    term.events = static_cast<std::int64_t>(std::min(pre_us.size(), post_us.size()));
+    term.own_median_us = median_of(pre_us) + median_of(post_us);
+    term.value_us = term.own_median_us * speed;
     out->hook_terms.push_back(std::move(term));
   }
 }
@@ -201,9 +224,9 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
                                       "with_stack=True)");
   }
   if (python) {
-    out.not_fitted.push_back("host_fetch_*, host_release_*, host_allgather_*: a fetch's own time also holds its "
-                             "blocking in handle.wait(), and the per-parameter terms need each call's parameter count, "
-                             "which python_function events do not carry");
+    out.not_fitted.push_back("host_fetch_*, host_allgather_*, host_release_*: their per-parameter terms need each "
+                             "call's parameter count, which python_function events do not carry: give the traced job's "
+                             "scenario (--scenario)");
   }
   out.not_fitted.push_back("compute_time_scale: needs the traced job's scenario (--scenario) to simulate beside it");
   return out;

@@ -39,9 +39,11 @@ struct TraceCalibration {
   // host_speed's reference: what the simulator's defaults charge for one call of
   // host_call_kind on a GPU server (an in-place all_reduce is cheaper than the others).
   double host_call_reference_us = 0;
-  // DeepSpeed's module hooks from python_function events (with_stack=True): each hook's own
-  // time (its fetch or release left out), median over the outermost calls, at host_speed 1
-  // (times host_speed when that was fitted). `term` is the profile key (host_*_hook_us).
+  // DeepSpeed's module hooks from python_function events (with_stack=True): each hook
+  // function's own time (its fetch or release left out; the wrapper's where a trace shows only
+  // the wrapper), median over its calls, and the backward hooks' set-up (the forward wrappers'
+  // own work around their hook functions), at host_speed 1 (times host_speed when that was
+  // fitted). `term` is the profile key (host_*_hook_us, host_backward_hook_setup_us).
   struct HookTerm {
     std::string term;
     std::string function;  // the DeepSpeed function measured
