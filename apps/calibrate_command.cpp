@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "metric_text.hpp"
 #include "command_context.hpp"
 #include "core/input/closest_match.hpp"
 #include "core/hardware/collective_fit.hpp"
@@ -57,12 +58,6 @@ struct LogFit {
   core::CollectiveFit fit;
   core::MeasuredCollectiveCurve curve;  // what the simulator uses at this op and group
 };
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 LogFit fit_log(const std::string& file, const CalibrateOptions& o) {
   const core::NcclTestsLog log = core::read_nccl_tests_log(file);

@@ -6,20 +6,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "metric_text.hpp"
 #include "core/hardware/hardware_profile.hpp"
 #include "core/io/json_file.hpp"
 
 namespace prefetchlab::apps {
-namespace {
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-}  // namespace
-
 void write_calibrated_profile(const std::filesystem::path& base, const std::string& output, const std::string& header,
                               const std::map<std::string, double>& values,
                               const std::optional<std::string>& curves_yaml) {

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <vector>
 
+#include "metric_text.hpp"
 #include "bandwidth_fit.hpp"
 #include "calibration_plan.hpp"
 #include "command_context.hpp"
@@ -25,7 +26,7 @@
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/microbenchmarks.hpp"
 #include "core/scenario/scenario.hpp"
-#include "nccl_tests_table.hpp"
+#include "measured_collectives.hpp"
 #include "process_job.hpp"
 #include "sim/compute_model.hpp"
 
@@ -39,12 +40,6 @@ int usable_cpu_cores() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return 1;
-}
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
 }
 
 // One observation for the fit: the simulator's GEMM model at `shape` against a measured time.
@@ -113,43 +108,6 @@ GemmFit fit_gemms(const core::HardwareProfile& base, const std::vector<GemmPoint
   return best;
 }
 
-std::vector<NcclTestsTableRow> table_rows(const std::vector<gpu::CollectiveTiming>& timings) {
-  std::vector<NcclTestsTableRow> rows;
-  for (const auto& t : timings) rows.push_back({t.bytes, t.count, t.out_of_place_us, t.in_place_us});
-  return rows;
-}
-
-// Out-of-place and in-place move the same bytes; on a busy CPU one of the two often catches a
-// time slice lost to another process, so each size takes the faster (nccl-tests prints both).
-double best_time_us(const gpu::CollectiveTiming& t) {
-  return t.in_place_us > 0 ? std::min(t.out_of_place_us, t.in_place_us) : t.out_of_place_us;
-}
-
-core::CollectiveFit fit(const std::vector<gpu::CollectiveTiming>& timings, int ranks, double tolerance) {
-  std::vector<core::FitPoint> points;
-  for (const auto& t : timings) points.push_back({t.bytes, best_time_us(t)});
-  return core::fit_collective(points, static_cast<double>(ranks - 1) / ranks, tolerance);
-}
-
-// The measured time at each size (the faster placement, as the fit takes), sizes increasing
-// and times made non-decreasing: a later size that measured faster on a busy machine would
-// make a bigger bucket cheaper than a smaller one.
-core::MeasuredCollectiveCurve measured_curve(core::NcclTestsOp op, int ranks, int nodes,
-                                             const std::vector<gpu::CollectiveTiming>& timings) {
-  core::MeasuredCollectiveCurve curve;
-  curve.op = op;
-  curve.ranks = ranks;
-  curve.nodes = nodes;  // one machine, unless the ranks were processes on several
-  for (const auto& t : timings) {
-    if (t.bytes <= 0 || (!curve.sizes_bytes.empty() && t.bytes <= curve.sizes_bytes.back())) continue;
-    const double time_us = std::max(best_time_us(t), curve.times_us.empty() ? 0.0 : curve.times_us.back());
-    if (time_us <= 0) continue;
-    curve.sizes_bytes.push_back(t.bytes);
-    curve.times_us.push_back(time_us);
-  }
-  return curve;
-}
-
 // One bandwidth fit's table: each size's measured and fitted time and the error.
 void print_bandwidth_fit(const char* what, const std::vector<gpu::SizeTiming>& points, const BandwidthFit& f,
                          double bytes_per_time) {
@@ -216,40 +174,10 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   // bandwidth miss the mid sizes prefetch buckets use.
   std::string curves_yaml;
   if (o.ranks > 1) {
-    for (const auto& [op, timings] : {std::pair{core::NcclTestsOp::kAllGather, &r.all_gather},
-                                      std::pair{core::NcclTestsOp::kReduceScatter, &r.reduce_scatter}}) {
-      std::printf("#\n# %s_perf (measured on the %s device)\n", core::nccl_tests_op_name(op), o.backend.c_str());
-      print_nccl_tests_table(op, o.ranks, "bfloat16", table_rows(*timings));
-      const core::CollectiveFit f = fit(*timings, o.ranks, o.tolerance);
-      std::printf("# %14s %14s %14s %8s\n", "size (B)", "measured (us)", "fitted (us)", "error");
-      for (std::size_t i = 0; i < f.points.size(); ++i) {
-        const auto& p = f.points[i];
-        std::printf("  %14lld %14.2f %14.2f %7.1f%%\n", static_cast<long long>(p.bytes), p.time_us, f.predicted_us[i],
-                    100 * (f.predicted_us[i] - p.time_us) / p.time_us);
-      }
-      double bus_bandwidth_gb_per_s = f.bus_bandwidth_gb_per_s();
-      std::printf("# fit: latency %.2f us, busBW %.3f GB/s\n", f.latency_us(), bus_bandwidth_gb_per_s);
-      if (bus_bandwidth_gb_per_s <= 0) {
-        bus_bandwidth_gb_per_s = f.end_to_end_bus_bandwidth_gb_per_s();
-        std::printf("# the largest sizes' times did not grow with size (a busy machine?); busBW from the smallest "
-                    "and largest sizes: %.3f GB/s\n", bus_bandwidth_gb_per_s);
-      }
-      if (bus_bandwidth_gb_per_s <= 0) {
-        throw std::runtime_error(std::string(core::nccl_tests_op_name(op)) +
-                                 ": times did not grow with size at all, so no bus bandwidth can be fitted; the "
-                                 "machine was too busy to measure: calibrate again, with more --iterations");
-      }
-      const char* key = op == core::NcclTestsOp::kAllGather ? "allgather_bus_bandwidth_gb_per_s"
-                                                             : "reduce_scatter_bus_bandwidth_gb_per_s";
-      values[key] = fmt("%.6g", bus_bandwidth_gb_per_s);
-      if (op == core::NcclTestsOp::kAllGather) values["collective_latency_us"] = fmt("%.6g", std::max(0.0, f.latency_us()));
-      notes << "#   " << core::nccl_tests_op_name(op) << ": latency " << fmt("%.2f", f.latency_us()) << " us, busBW "
-            << fmt("%.3f", bus_bandwidth_gb_per_s) << " GB/s\n";
-      const core::MeasuredCollectiveCurve curve = measured_curve(op, o.ranks, r.nodes, *timings);
-      curves_yaml += core::measured_curve_yaml(curve, 0);
-      std::printf("# saved as measured_collectives: %zu sizes\n", curve.sizes_bytes.size());
-    }
-    values["collective_model"] = "ring";  // the measured figures, not NCCL's tuner tables
+    const MeasuredCollectives collectives = fit_measured_collectives(r, o.ranks, o.backend, o.tolerance);
+    values.insert(collectives.values.begin(), collectives.values.end());
+    notes << collectives.profile_notes;
+    curves_yaml = collectives.curves_yaml;
   } else {
     std::printf("#\n# one rank: collective fits skipped (a collective needs 2+ ranks); the base's stay\n");
     notes << "#   one rank: collective fits skipped, the base profile's collective figures stay\n";

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metric_text.hpp"
 #include "command_context.hpp"
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
@@ -51,12 +52,6 @@ struct KindSummary {
   int known_gaps = 0;
   int failing = 0;
 };
-
-std::string fmt(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
-}
 
 std::string percent(double fraction, bool sign) { return fmt(sign ? "%+.1f%%" : "%.1f%%", 100.0 * fraction); }
 

@@ -21,6 +21,13 @@ inline std::string metric_text(std::string_view name, double v) {
   return buf;
 }
 
+// One number printed with a printf format ("%.2f"): profile values and report lines.
+inline std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
 inline std::string percent_text(double fraction) {
   if (std::isnan(fraction)) return "n/a";
   char buf[32];

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sstream>
 
+#include "metric_text.hpp"
 #include "calibrated_profile.hpp"
 #include "command_context.hpp"
 #include "core/hardware/hardware_profile.hpp"
@@ -32,12 +33,6 @@ const char* bandwidth_key(core::CollectiveKind kind) {
     case core::CollectiveKind::kReduceScatter: return "reduce_scatter_bus_bandwidth_gb_per_s";
     default: return "all_reduce_bus_bandwidth_gb_per_s";
   }
-}
-
-std::string fmt(const char* format, double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, v);
-  return buffer;
 }
 
 }  // namespace

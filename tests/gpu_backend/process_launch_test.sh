@@ -65,26 +65,54 @@ done
 
 # calibrate --backend host as 2 processes: rank 0 writes a profile with the keys the thread
 # version writes, and the collective curves of 2 ranks on 1 node. Each size is the median of 3
-# repetitions: with one, a rank descheduled on a loaded CI machine (the ASan run, two tests at
-# a time) once made 4 MiB faster than 1 MiB, and nothing was fittable.
-"$cli" calibrate --backend host --iterations 3 -o "$work/threads.yaml" >"$work/calibrate-threads.log" 2>&1 || fail "calibrate, threads"
-port=$(free_port)
-for r in 0 1; do
-  RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$cli" calibrate --backend host --launcher env --iterations 3 \
-    -o "$work/processes.yaml" >"$work/calibrate.rank$r.log" 2>&1 &
-  rank_pids[r]=$!
-  pids+=($!)
+# repetitions. On a loaded CI machine (the ASan run, two tests at a time) every collective of
+# 2 processes can take one scheduler time slice whatever its size (2.0-2.7 ms from 4 KiB to
+# 4 MiB); calibrate then leaves that op at the base's figures and says so ("# not fitted:").
+# Each calibration is tried up to 3 times for a fitted one; if the machine stays too busy, the
+# key and curve checks give way to checking that the unfitted op is named and the profile written.
+calibrate_threads() {
+  "$cli" calibrate --backend host --iterations 3 -o "$work/threads.yaml" >"$work/calibrate-threads.log" 2>&1 ||
+    fail "calibrate, threads"
+}
+calibrate_processes() {
+  port=$(free_port)
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$cli" calibrate --backend host --launcher env --iterations 3 \
+      -o "$work/processes.yaml" >"$work/calibrate.rank$r.log" 2>&1 &
+    rank_pids[r]=$!
+    pids+=($!)
+  done
+  for r in 0 1; do
+    wait_rank "${rank_pids[r]}"
+    [[ $rc == 0 ]] || fail "calibrate rank $r exited $rc"
+  done
+  grep -q "rank 1 of 2: microbenchmarks done; rank 0 writes the profile" "$work/calibrate.rank1.log" || fail "calibrate rank 1's line"
+}
+unfitted() { grep -q "^# not fitted: " "$1"; }
+for attempt in 1 2 3; do
+  calibrate_threads
+  unfitted "$work/calibrate-threads.log" || break
 done
-for r in 0 1; do
-  wait_rank "${rank_pids[r]}"
-  [[ $rc == 0 ]] || fail "calibrate rank $r exited $rc"
+for attempt in 1 2 3; do
+  calibrate_processes
+  unfitted "$work/calibrate.rank0.log" || break
 done
-grep -q "rank 1 of 2: microbenchmarks done; rank 0 writes the profile" "$work/calibrate.rank1.log" || fail "calibrate rank 1's line"
-# The calibration section's keys (two-space indented under `calibration:`).
-calibration_keys() { awk '/^calibration:/ {on = 1; next} /^[^ ]/ {on = 0} on && /^  [a-z_]+:/ {print $1}' "$1" | sort; }
-[[ $(calibration_keys "$work/threads.yaml") == "$(calibration_keys "$work/processes.yaml")" ]] ||
-  fail "calibrate: the profiles' calibration keys differ"
-grep -A2 -- "- op: all_gather" "$work/processes.yaml" | grep -q "ranks: 2" || fail "calibrate: no 2-rank all_gather curve"
+[[ -s $work/threads.yaml && -s $work/processes.yaml ]] || fail "calibrate: a profile was not written"
+if unfitted "$work/calibrate-threads.log" || unfitted "$work/calibrate.rank0.log"; then
+  for log in "$work/calibrate-threads.log" "$work/calibrate.rank0.log"; do
+    if unfitted "$log"; then
+      grep -q "^# not fitted: [a-z_]*: times did not grow with size at all.*the base profile's latency and bus bandwidth stay" "$log" ||
+        fail "calibrate: an unfitted op without its reason ($log)"
+    fi
+  done
+  echo "calibrate: the machine stayed too busy to fit a collective in 3 tries; checked that it says so" >&2
+else
+  # The calibration section's keys (two-space indented under `calibration:`).
+  calibration_keys() { awk '/^calibration:/ {on = 1; next} /^[^ ]/ {on = 0} on && /^  [a-z_]+:/ {print $1}' "$1" | sort; }
+  [[ $(calibration_keys "$work/threads.yaml") == "$(calibration_keys "$work/processes.yaml")" ]] ||
+    fail "calibrate: the profiles' calibration keys differ"
+  grep -A2 -- "- op: all_gather" "$work/processes.yaml" | grep -q "ranks: 2" || fail "calibrate: no 2-rank all_gather curve"
+fi
 
 # kill_mid_run NAME VICTIM SURVIVOR MESSAGE: 2 ranks of a long run (2,000 iterations take
 # minutes here); VICTIM is killed after 2 s; SURVIVOR must end within 10 s with exit 3 and a
