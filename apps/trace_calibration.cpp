@@ -166,9 +166,7 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
     } else {
       not_fitted.push_back("compute_time_scale: no compute in the trace's steps or in the simulation");
     }
-    bool python = false;
-    for (const auto& rank : set.ranks) python = python || rank.python_function_events > 0;
-    if (python && call_counts) {
+    if (cal.python_frames && call_counts) {
       const core::CoordinatorFit coordinator =
           core::fit_coordinator_terms(set, *call_counts, base_profile.calibration, cal.host_speed);
       for (const auto& f : coordinator.functions) {

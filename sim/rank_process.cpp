@@ -12,6 +12,15 @@
 namespace prefetchlab::sim {
 namespace {
 
+// The part `part_ns` of one host charge of `nominal_ns` that took `spent_ns`: host noise
+// stretches a charge as a whole, so each term it covers stretches alike (the Python frames that
+// split one charge, sim/deepspeed_frames.hpp).
+TimeNs share_of(TimeNs spent_ns, TimeNs part_ns, TimeNs nominal_ns) {
+  return nominal_ns > 0 ? std::llround(static_cast<double>(part_ns) *
+                                       (static_cast<double>(spent_ns) / static_cast<double>(nominal_ns)))
+                        : 0;
+}
+
 // A fetch as core::FetchTiming (device times from the signalled events; 0 when `events` is
 // null, for the host-timer-only per-fetch sample).
 core::FetchTiming timing_of(const RankIteration::Fetch& fetch, const EventTable* events) {
@@ -234,8 +243,7 @@ void RankProcess::post_hook_frames(core::Phase phase, TimeNs start_ns, TimeNs sp
                                    TimeNs release_ns, TimeNs after_ns, std::int64_t params, std::int64_t freed) {
   if (!frames_on()) return;
   const TimeNs nominal_ns = hook_ns + release_ns + after_ns;
-  const double stretch = nominal_ns > 0 ? static_cast<double>(spent_ns - start_ns) / static_cast<double>(nominal_ns) : 0.0;
-  const auto at = [&](TimeNs offset_ns) { return start_ns + std::llround(static_cast<double>(offset_ns) * stretch); };
+  const auto at = [&](TimeNs offset_ns) { return start_ns + share_of(spent_ns - start_ns, offset_ns, nominal_ns); };
   const bool forward = phase == core::Phase::kForward;
   add_frame(forward ? DeepSpeedFrame::kPostForwardHook : DeepSpeedFrame::kPostBackwardHook, start_ns, end_ns, -1, 0);
   add_frame(forward ? DeepSpeedFrame::kPostForwardFunction : DeepSpeedFrame::kPostBackwardFunction, start_ns,
@@ -784,13 +792,9 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
       if (frames_on() && gather->kind != core::GatherKind::kPersistentRegather) {
         // all_gather_coalesced: after the round's bookkeeping, its call and its copy-in's launch.
         const TimeNs nominal_ns = issue_ns + call_ns + host.kernel_launch_ns();
-        const TimeNs issue_part = nominal_ns > 0 ? std::llround(static_cast<double>(engine_.now_ns() - spend_start) *
-                                                                static_cast<double>(issue_ns) / static_cast<double>(nominal_ns))
-                                                 : 0;
-        const TimeNs launch_part = nominal_ns > 0 ? std::llround(static_cast<double>(engine_.now_ns() - spend_start) *
-                                                                 static_cast<double>(host.kernel_launch_ns()) /
-                                                                 static_cast<double>(nominal_ns))
-                                                  : 0;
+        const TimeNs spent_ns = engine_.now_ns() - spend_start;
+        const TimeNs issue_part = share_of(spent_ns, issue_ns, nominal_ns);
+        const TimeNs launch_part = share_of(spent_ns, host.kernel_launch_ns(), nominal_ns);
         add_frame(DeepSpeedFrame::kAllGatherCoalesced, spend_start + issue_part, engine_.now_ns(), gathered_params, 4);
         add_frame(DeepSpeedFrame::kKernelLaunch, engine_.now_ns() - launch_part, engine_.now_ns(), -1, 5);
         extend_round();

@@ -67,6 +67,9 @@ void fit_calls(const Calls& calls, const CalibrationConstants& base, double spee
                                  : "every paired call had " + std::to_string(static_cast<long long>(calls.counts.front()[j]));
     }
   }
+  // A held term's cost per count at the traced host's speed (base / speed).
+  std::vector<double> held_us_per_count(covariates);
+  for (std::size_t j = 0; j < covariates; ++j) held_us_per_count[j] = terms[j + 1].value_us / speed;
   MedianRegression fit;
   std::vector<std::size_t> free_columns;
   for (;;) {
@@ -80,8 +83,7 @@ void fit_calls(const Calls& calls, const CalibrationConstants& base, double spee
       std::vector<double> row{1.0};
       double adjusted = calls.own_us[i];
       for (std::size_t j = 0; j < covariates; ++j) {
-        // The traced host runs at `speed`: a held term costs base / speed there.
-        if (held[j]) adjusted -= base_us(base, calls.terms[j + 1]) / speed * calls.counts[i][j];
+        if (held[j]) adjusted -= held_us_per_count[j] * calls.counts[i][j];
         else row.push_back(calls.counts[i][j]);
       }
       rows.push_back(std::move(row));

@@ -29,31 +29,31 @@ int dtype_bytes(const std::string& dtype) {
 
 namespace {
 
-// DeepSpeed's module hooks, outer wrapper first (deepspeedai/DeepSpeed
-// deepspeed/runtime/zero/parameter_offload.py): the wrapper registered on the module, and the
-// function it calls, which older releases' traces may show alone.
+// DeepSpeed's module hook functions (deepspeedai/DeepSpeed
+// deepspeed/runtime/zero/parameter_offload.py) and their terms; each one's wrapper, registered on
+// the module, is hook_wrapper_of(inner).
 struct HookFunctions {
   const char* term;
-  const char* wrapper;
   const char* inner;
 };
 constexpr HookFunctions kHookFunctions[] = {
-    {"host_pre_forward_hook_us", "_pre_forward_module_hook", "pre_sub_module_forward_function"},
-    {"host_post_forward_hook_us", "_post_forward_module_hook", "post_sub_module_forward_function"},
-    {"host_pre_backward_hook_us", "_pre_backward_module_hook", "pre_sub_module_backward_function"},
-    {"host_post_backward_hook_us", "_post_backward_module_hook", "post_sub_module_backward_function"},
+    {"host_pre_forward_hook_us", "pre_sub_module_forward_function"},
+    {"host_post_forward_hook_us", "post_sub_module_forward_function"},
+    {"host_pre_backward_hook_us", "pre_sub_module_backward_function"},
+    {"host_post_backward_hook_us", "post_sub_module_backward_function"},
 };
 
 void fit_hook_terms(const TraceSet& set, TraceCalibration* out) {
   const double speed = out->host_speed > 0 ? out->host_speed : 1.0;
   for (const auto& hook : kHookFunctions) {
+    const char* wrapper = hook_wrapper_of(hook.inner);
     // The hook function's own time is the term; a trace that shows only the wrapper (older
     // releases) gives the wrapper's.
     std::vector<double> wrapper_us, inner_us;
     for (const auto& rank : set.ranks) {
       for (const auto& call : rank.hook_calls) {
         const double own_us = static_cast<double>(call.duration_ns - call.coordinator_ns) / 1e3;
-        if (call.function == hook.wrapper) wrapper_us.push_back(own_us);
+        if (call.function == wrapper) wrapper_us.push_back(own_us);
         if (call.function == hook.inner) inner_us.push_back(own_us);
       }
     }
@@ -62,7 +62,7 @@ void fit_hook_terms(const TraceSet& set, TraceCalibration* out) {
     if (own.empty()) continue;
     TraceCalibration::HookTerm term;
     term.term = hook.term;
-    term.function = inner ? hook.inner : hook.wrapper;
+    term.function = inner ? hook.inner : wrapper;
     term.events = static_cast<std::int64_t>(own.size());
     term.own_median_us = median_of(own);
     term.value_us = term.own_median_us * speed;
@@ -214,8 +214,8 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
     out.launch_events = static_cast<std::int64_t>(launches.size());
     out.launch_median_us = median_of(launches);
   }
-  bool python = false;
-  for (const auto& rank : set.ranks) python = python || rank.python_function_events > 0;
+  for (const auto& rank : set.ranks) out.python_frames = out.python_frames || rank.python_function_events > 0;
+  const bool python = out.python_frames;
   fit_hook_terms(set, &out);
   if (out.hook_terms.empty()) {
     out.not_fitted.push_back(python ? "DeepSpeed hook terms (host_*_hook_us): python_function events, but none of "

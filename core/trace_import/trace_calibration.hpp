@@ -52,6 +52,7 @@ struct TraceCalibration {
     double value_us = 0;       // at host_speed 1
   };
   std::vector<HookTerm> hook_terms;
+  bool python_frames = false;  // any rank has python_function events (with_stack=True)
   std::int64_t launch_events = 0;
   double launch_median_us = 0;
   std::vector<std::string> not_fitted;  // what the traces cannot calibrate, and why
