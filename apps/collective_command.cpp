@@ -28,11 +28,25 @@ struct CollectiveOptions {
   std::string max_bytes = "8GiB";
   int factor = 2;
   std::string algo = "auto";
+  std::string nccl_algo;   // the job's NCCL_ALGO list (empty: unset)
+  std::string nccl_proto;  // the job's NCCL_PROTO list
   // nccl-tests' default type is float; ZeRO-3 moves bf16 parameters and gradients, so this
   // command defaults to bfloat16 (-d bfloat16). The size column does not depend on it, only
   // the count and the rounding of sizes to whole elements.
   std::string type = "bfloat16";
 };
+
+// NCCL's choice under the job's NCCL_ALGO / NCCL_PROTO; one that leaves nothing to run is bad input.
+sim::NcclChoice choose_or_explain(const sim::NcclTunerCostModel& model, const sim::CollectiveShape& shape,
+                                  sim::AlgorithmFilter filter, const sim::NcclAllowed& allowed) {
+  try {
+    return model.choose(shape, filter, allowed);
+  } catch (const std::invalid_argument& e) {
+    if (allowed.everything()) throw;
+    throw core::InputError({"<command line>", 0}, "--nccl-algo/--nccl-proto", e.what(),
+                           "lists that leave an algorithm and protocol NCCL runs here");
+  }
+}
 
 std::int64_t size_option(const std::string& flag, const std::string& text) {
   const auto v = core::parse_bytes(text);
@@ -99,23 +113,16 @@ int run_collective(const CollectiveOptions& o) {
   if (max_bytes < min_bytes) {
     throw core::InputError({"<command line>", 0}, "--max-bytes", "is below --min-bytes", "max >= min");
   }
-  struct Algo {
-    const char* name;
-    sim::AlgorithmFilter filter;
-    sim::NcclAlgorithm algorithm;
-  };
-  constexpr Algo kAlgos[] = {{"ring", sim::AlgorithmFilter::kRing, sim::NcclAlgorithm::kRing},
-                             {"tree", sim::AlgorithmFilter::kTree, sim::NcclAlgorithm::kTree},
-                             {"nvls", sim::AlgorithmFilter::kNvls, sim::NcclAlgorithm::kNvls},
-                             {"nvls_tree", sim::AlgorithmFilter::kNvlsTree, sim::NcclAlgorithm::kNvlsTree},
-                             {"pat", sim::AlgorithmFilter::kPat, sim::NcclAlgorithm::kPat}};
-  sim::AlgorithmFilter filter = sim::AlgorithmFilter::kAuto;
-  std::optional<sim::NcclAlgorithm> only;
-  for (const Algo& a : kAlgos) {
-    if (o.algo == a.name) {
-      filter = a.filter;
-      only = a.algorithm;
-    }
+  const sim::AlgorithmFilter filter = *sim::algorithm_filter_from_name(o.algo);  // CLI11 checked the name
+  const std::optional<sim::NcclAlgorithm> only = sim::only_algorithm(filter);
+  sim::NcclAllowed allowed;
+  if (!o.nccl_algo.empty() && !allowed.restrict_algorithms(o.nccl_algo)) {
+    throw core::InputError({"<command line>", 0}, "--nccl-algo", "is '" + o.nccl_algo + "'",
+                           "NCCL_ALGO's form: a comma-separated list of Ring, Tree, NVLS, NVLSTree, PAT");
+  }
+  if (!o.nccl_proto.empty() && !allowed.restrict_protocols(o.nccl_proto)) {
+    throw core::InputError({"<command line>", 0}, "--nccl-proto", "is '" + o.nccl_proto + "'",
+                           "NCCL_PROTO's form: a comma-separated list of LL, LL128, Simple");
   }
   const sim::NcclTunerCostModel model(profile, profile.calibration);
   if (only && !model.available({kind, 0, o.ranks, nodes}, *only)) {
@@ -133,7 +140,7 @@ int run_collective(const CollectiveOptions& o) {
   for (std::int64_t size = min_bytes; size <= max_bytes;) {
     const std::int64_t count = size / per_elem;
     const std::int64_t bytes = count * per_elem;
-    rows.push_back({bytes, count, model.choose({kind, bytes, o.ranks, nodes}, filter)});
+    rows.push_back({bytes, count, choose_or_explain(model, {kind, bytes, o.ranks, nodes}, filter, allowed)});
     if (size == 0 || size > max_bytes / o.factor) break;
     size *= o.factor;
   }
@@ -200,6 +207,8 @@ CLI::App* add_collective_command(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(2, 1 << 20));
   c->add_option("--algo", o->algo, "ring, tree, nvls, nvls_tree or pat (default: NCCL's choice)")
       ->check(CLI::IsMember({"auto", "ring", "tree", "nvls", "nvls_tree", "pat"}));
+  c->add_option("--nccl-algo", o->nccl_algo, "the algorithms the job's NCCL_ALGO allows (e.g. Ring,Tree)");
+  c->add_option("--nccl-proto", o->nccl_proto, "the protocols the job's NCCL_PROTO allows (e.g. Simple)");
   c->add_option("-d,--type", o->type, "element type (nccl-tests -d); default bfloat16");
   c->callback([o, exit_code] { *exit_code = run_guarded([&] { return run_collective(*o); }); });
   return c;

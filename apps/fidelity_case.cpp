@@ -110,7 +110,8 @@ int read_dtype_bytes(const core::YamlSection& section, std::string* name) {
 }
 
 CollectiveQuery load_collective(const core::YamlSection& section, const FidelityData& data) {
-  section.allow_only({"hardware", "op", "ranks", "nodes", "gpus_per_node", "bytes", "dtype", "algorithm"});
+  section.allow_only(
+      {"hardware", "op", "ranks", "nodes", "gpus_per_node", "bytes", "dtype", "algorithm", "nccl_algo", "nccl_proto"});
   CollectiveQuery q;
   q.profile = load_profile(section, data);
   q.op = read_op(section, "op");
@@ -123,16 +124,31 @@ CollectiveQuery load_collective(const core::YamlSection& section, const Fidelity
                               (q.op == core::NcclTestsOp::kAllReduce ? "" : " per rank"),
                  "nccl-tests' size column, a positive multiple of " + std::to_string(per_elem));
   }
-  q.algorithm = section.get_enum<sim::AlgorithmFilter>(
-      "algorithm", sim::AlgorithmFilter::kAuto,
-      {{"auto", sim::AlgorithmFilter::kAuto}, {"ring", sim::AlgorithmFilter::kRing}, {"nvls", sim::AlgorithmFilter::kNvls}});
-  if (q.algorithm == sim::AlgorithmFilter::kNvls) {
-    const sim::NcclTunerCostModel model(q.profile, q.profile.calibration);
-    if (!model.nvls_available({collective_kind(q.op), 0, q.ranks, q.nodes})) {
-      section.fail("algorithm", "nvls is not available on " + q.profile.name + " (" + model.path_description() +
-                                    ", " + std::to_string(q.nodes) + " node(s))",
-                   "auto or ring, or NVSwitch hardware of Hopper or later on one node");
-    }
+  const std::string algorithm = section.get_string("algorithm", "auto");
+  const auto filter = sim::algorithm_filter_from_name(algorithm);
+  if (!filter) section.fail("algorithm", "is '" + algorithm + "'", "auto, ring, tree, nvls, nvls_tree or pat");
+  q.algorithm = *filter;
+  // The run's environment, where its source states it: NCCL_ALGO and NCCL_PROTO as it set them.
+  if (section.has("nccl_algo") && !q.allowed.restrict_algorithms(section.require_string("nccl_algo"))) {
+    section.fail("nccl_algo", "is '" + section.require_string("nccl_algo") + "'",
+                 "NCCL_ALGO as the run set it: a comma-separated list of Ring, Tree, NVLS, NVLSTree, PAT");
+  }
+  if (section.has("nccl_proto") && !q.allowed.restrict_protocols(section.require_string("nccl_proto"))) {
+    section.fail("nccl_proto", "is '" + section.require_string("nccl_proto") + "'",
+                 "NCCL_PROTO as the run set it: a comma-separated list of LL, LL128, Simple");
+  }
+  const sim::NcclTunerCostModel model(q.profile, q.profile.calibration);
+  const auto only = sim::only_algorithm(q.algorithm);
+  if (only && !model.available({collective_kind(q.op), 0, q.ranks, q.nodes}, *only)) {
+    section.fail("algorithm", algorithm + " is not available on " + q.profile.name + " (" + model.path_description() +
+                                  ", " + std::to_string(q.nodes) + " node(s))",
+                 "auto or an algorithm NCCL runs for this op here");
+  }
+  try {
+    model.choose({collective_kind(q.op), q.bytes, q.ranks, q.nodes}, q.algorithm, q.allowed);
+  } catch (const std::invalid_argument& e) {
+    section.fail(section.has("nccl_algo") ? "nccl_algo" : "nccl_proto", e.what(),
+                 "lists that leave an algorithm and protocol NCCL runs for this call");
   }
   section.finish();
   return q;
@@ -333,7 +349,7 @@ FidelityOutcome simulate_fidelity_case(const FidelityCase& c) {
       const CollectiveQuery& q = *c.collective;
       const sim::NcclTunerCostModel model(q.profile, q.profile.calibration);
       const auto kind = collective_kind(q.op);
-      const auto choice = model.choose({kind, q.bytes, q.ranks, q.nodes}, q.algorithm);
+      const auto choice = model.choose({kind, q.bytes, q.ranks, q.nodes}, q.algorithm, q.allowed);
       const double seconds = static_cast<double>(choice.duration_ns) * 1e-9;
       // nccl-tests' doc/PERFORMANCE.md: algbw = size / time; busbw = algbw x 2(n-1)/n for
       // all_reduce, x (n-1)/n for all_gather and reduce_scatter.

@@ -48,6 +48,7 @@ struct CollectiveQuery {
   std::int64_t bytes = 0;
   std::string dtype;
   sim::AlgorithmFilter algorithm = sim::AlgorithmFilter::kAuto;
+  sim::NcclAllowed allowed;  // the run's NCCL_ALGO / NCCL_PROTO (nccl_algo:, nccl_proto:)
 };
 
 struct HostCase {

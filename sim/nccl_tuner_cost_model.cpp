@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "core/hardware/hardware_derived.hpp"
@@ -214,6 +216,86 @@ const char* nccl_protocol_name(NcclProtocol protocol) {
       return "SIMPLE";
   }
   return "?";
+}
+
+std::optional<AlgorithmFilter> algorithm_filter_from_name(std::string_view name) {
+  static constexpr std::pair<std::string_view, AlgorithmFilter> kNames[] = {
+      {"auto", AlgorithmFilter::kAuto}, {"ring", AlgorithmFilter::kRing},          {"tree", AlgorithmFilter::kTree},
+      {"nvls", AlgorithmFilter::kNvls}, {"nvls_tree", AlgorithmFilter::kNvlsTree}, {"pat", AlgorithmFilter::kPat}};
+  for (const auto& [n, filter] : kNames) {
+    if (n == name) return filter;
+  }
+  return std::nullopt;
+}
+
+std::optional<NcclAlgorithm> only_algorithm(AlgorithmFilter filter) {
+  switch (filter) {
+    case AlgorithmFilter::kAuto: return std::nullopt;
+    case AlgorithmFilter::kRing: return NcclAlgorithm::kRing;
+    case AlgorithmFilter::kTree: return NcclAlgorithm::kTree;
+    case AlgorithmFilter::kNvls: return NcclAlgorithm::kNvls;
+    case AlgorithmFilter::kNvlsTree: return NcclAlgorithm::kNvlsTree;
+    case AlgorithmFilter::kPat: return NcclAlgorithm::kPat;
+  }
+  return std::nullopt;
+}
+
+bool NcclAllowed::allows(NcclAlgorithm algorithm) const {
+  switch (algorithm) {
+    case NcclAlgorithm::kRing: return ring;
+    case NcclAlgorithm::kTree: return tree;
+    case NcclAlgorithm::kNvls: return nvls;
+    case NcclAlgorithm::kNvlsTree: return nvls_tree;
+    case NcclAlgorithm::kPat: return pat;
+  }
+  return false;
+}
+
+bool NcclAllowed::allows(NcclProtocol protocol) const {
+  switch (protocol) {
+    case NcclProtocol::kLL: return ll;
+    case NcclProtocol::kLL128: return ll128;
+    case NcclProtocol::kSimple: return simple;
+  }
+  return false;
+}
+
+namespace {
+// Sets the flags `list` names (lower-cased names in `names`) and clears the others; false for
+// an unknown name or an empty list.
+template <std::size_t N>
+bool keep_listed(std::string_view list, const std::pair<std::string_view, bool NcclAllowed::*> (&names)[N],
+                 NcclAllowed& allowed) {
+  NcclAllowed listed = allowed;
+  for (const auto& entry : names) listed.*entry.second = false;
+  bool any = false;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    std::string name(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const auto* it = std::find_if(std::begin(names), std::end(names), [&](const auto& e) { return e.first == name; });
+    if (it == std::end(names)) return false;
+    listed.*it->second = true;
+    any = true;
+  }
+  if (any) allowed = listed;
+  return any;
+}
+}  // namespace
+
+bool NcclAllowed::restrict_algorithms(std::string_view list) {
+  static constexpr std::pair<std::string_view, bool NcclAllowed::*> kNames[] = {
+      {"ring", &NcclAllowed::ring},           {"tree", &NcclAllowed::tree},
+      {"nvls", &NcclAllowed::nvls},           {"nvlstree", &NcclAllowed::nvls_tree},
+      {"nvls_tree", &NcclAllowed::nvls_tree}, {"pat", &NcclAllowed::pat}};
+  return keep_listed(list, kNames, *this);
+}
+
+bool NcclAllowed::restrict_protocols(std::string_view list) {
+  static constexpr std::pair<std::string_view, bool NcclAllowed::*> kNames[] = {
+      {"ll", &NcclAllowed::ll}, {"ll128", &NcclAllowed::ll128}, {"simple", &NcclAllowed::simple}};
+  return keep_listed(list, kNames, *this);
 }
 
 NcclTunerCostModel::NcclTunerCostModel(const core::HardwareProfile& profile,
@@ -563,6 +645,16 @@ std::optional<NcclChoice> NcclTunerCostModel::evaluate(const CollectiveShape& sh
       const NcclGraph g = ring_graph(n, nodes);
       c.graph_channels = g.channels;
       const double intra_hop = nvlink_ ? kTreeNvlinkHopUs[p] : kTreePciHopUs[p];
+      // On exactly two nodes each tree's reduce and broadcast cross the network once, the two
+      // trees in opposite directions, so the network carries half of what the links inside a
+      // node do: up to ~2x the network's rate, "on many platforms, NCCL should use Tree on 2
+      // nodes for large sizes" (sjeaugey, NVIDIA/nccl #946); 2 nodes of 100 Gb/s EFA: tree
+      // busbw 125 Gb/s, ring 60 (NVIDIA/nccl-tests #22); busbw above the network's rate on 2
+      // nodes from tree (nccl-tests #196). The graph's and NICs' rates, set at the NIC, double.
+      const double network_share = nodes == 2 ? 2.0 : 1.0;
+      const double tree_graph_bytes_per_s =
+          nodes == 2 ? std::min(network_share * g.bytes_per_s(), std::max(g.bytes_per_s(), achievable_intra_bytes_per_s_))
+                     : g.bytes_per_s();
       latency = calibration_.collective_latency_ns
                     ? *calibration_.collective_latency_ns
                     : us_to_ns(kTreeBaseUs[p] + 2 * ((ppn - 1) * intra_hop +
@@ -570,8 +662,11 @@ std::optional<NcclChoice> NcclTunerCostModel::evaluate(const CollectiveShape& sh
       charged_latency = latency;
       // Every tree GPU both receives and sends in each direction at once: through host memory
       // that is the bidirectional rate of its host link.
-      double raw_charged = std::min(g.bytes_per_s(), achievable_intra_bytes_per_s_);
-      if (nodes > 1) raw_charged = std::min(raw_charged, rails(ppn) * nic_bytes_per_s_ * kNicEfficiency);
+      // Across nodes the rails' NICs bound it (twice their rate on two nodes, as above).
+      double raw_charged = std::min(tree_graph_bytes_per_s, achievable_intra_bytes_per_s_);
+      if (nodes > 1) {
+        raw_charged = std::min(raw_charged, network_share * rails(ppn) * nic_bytes_per_s_ * kNicEfficiency);
+      }
       if (shm_) {
         const double k = std::min(gpus_per_uplink_, ppn);
         raw_charged = std::min(raw_charged, std::min(shm_write_bidir_, shm_read_bidir_) / k);
@@ -579,7 +674,7 @@ std::optional<NcclChoice> NcclTunerCostModel::evaluate(const CollectiveShape& sh
       const int log_size = log2i(std::floor(bytes / 64));
       const double correction =
           log_size >= 0 && log_size < kTreeCorrectionSizes ? kTreeCorrection[p][static_cast<std::size_t>(log_size)] : 1.0;
-      tuner_s = bytes / (0.5 * tree_protocol_bus(protocol, g.bytes_per_s(), g.channels, nodes) * correction);
+      tuner_s = bytes / (0.5 * tree_protocol_bus(protocol, tree_graph_bytes_per_s, g.channels, nodes) * correction);
       charged_s = bytes / (0.5 * tree_protocol_bus(protocol, raw_charged, g.channels, nodes) * correction);
       break;
     }
@@ -646,31 +741,13 @@ std::optional<NcclChoice> NcclTunerCostModel::evaluate(const CollectiveShape& sh
   return c;
 }
 
-NcclChoice NcclTunerCostModel::choose(const CollectiveShape& shape, AlgorithmFilter filter) const {
+NcclChoice NcclTunerCostModel::choose(const CollectiveShape& shape, AlgorithmFilter filter,
+                                      const NcclAllowed& allowed) const {
   check(shape);
   constexpr std::array<NcclAlgorithm, 5> kAll{NcclAlgorithm::kRing, NcclAlgorithm::kTree,
                                               NcclAlgorithm::kNvls, NcclAlgorithm::kNvlsTree,
                                               NcclAlgorithm::kPat};
-  std::optional<NcclAlgorithm> only;
-  switch (filter) {
-    case AlgorithmFilter::kAuto:
-      break;
-    case AlgorithmFilter::kRing:
-      only = NcclAlgorithm::kRing;
-      break;
-    case AlgorithmFilter::kTree:
-      only = NcclAlgorithm::kTree;
-      break;
-    case AlgorithmFilter::kNvls:
-      only = NcclAlgorithm::kNvls;
-      break;
-    case AlgorithmFilter::kNvlsTree:
-      only = NcclAlgorithm::kNvlsTree;
-      break;
-    case AlgorithmFilter::kPat:
-      only = NcclAlgorithm::kPat;
-      break;
-  }
+  const std::optional<NcclAlgorithm> only = only_algorithm(filter);
   if (only && shape.ranks > 1 && !available(shape, *only)) {
     std::string why;
     switch (*only) {
@@ -695,13 +772,19 @@ NcclChoice NcclTunerCostModel::choose(const CollectiveShape& shape, AlgorithmFil
   }
   std::optional<NcclChoice> best;
   for (const auto algorithm : kAll) {
-    if (only && algorithm != *only) continue;
+    if ((only && algorithm != *only) || !allowed.allows(algorithm)) continue;
     for (const auto p : {NcclProtocol::kLL, NcclProtocol::kLL128, NcclProtocol::kSimple}) {
+      if (!allowed.allows(p)) continue;
       const auto c = evaluate(shape, algorithm, p);
       if (c && (!best || c->tuner_seconds < best->tuner_seconds)) best = c;
     }
   }
-  if (!only) {
+  if (!best) {
+    throw std::invalid_argument(std::string("no algorithm and protocol of the ones allowed runs ") +
+                                (only ? nccl_algorithm_name(*only) : "this call") + " here (" +
+                                path_description() + ", " + std::to_string(shape.nodes) + " node(s))");
+  }
+  if (!only && allowed.everything()) {
     if (const auto measured = measured_duration_ns(calibration_, shape)) {
       best->duration_ns = *measured;
       best->measured = true;

@@ -32,6 +32,7 @@
 // algorithms off, since they describe the collective as it ran.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collective_cost_model.hpp"
@@ -47,6 +48,26 @@ const char* nccl_protocol_name(NcclProtocol protocol);
 
 // Which algorithms `choose` may use: kAuto = every one NCCL would consider here.
 enum class AlgorithmFilter { kAuto, kRing, kTree, kNvls, kNvlsTree, kPat };
+// "auto", "ring", "tree", "nvls", "nvls_tree", "pat" (nullopt for anything else), and the
+// algorithm a filter other than kAuto names.
+std::optional<AlgorithmFilter> algorithm_filter_from_name(std::string_view name);
+std::optional<NcclAlgorithm> only_algorithm(AlgorithmFilter filter);
+
+// The algorithms and protocols a job's environment lets NCCL use: NCCL_ALGO and NCCL_PROTO,
+// comma-separated lists of NCCL's names, any case (NCCL's docs, "Environment Variables").
+// Google's GPUDirect-TCPXO profiles, for one, set NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple and
+// NCCL_NVLS_ENABLE=0 (GoogleCloudPlatform/container-engine-accelerators, gpudirect-tcpxo/README.md).
+struct NcclAllowed {
+  bool ring = true, tree = true, nvls = true, nvls_tree = true, pat = true;
+  bool ll = true, ll128 = true, simple = true;
+  bool allows(NcclAlgorithm algorithm) const;
+  bool allows(NcclProtocol protocol) const;
+  bool everything() const { return ring && tree && nvls && nvls_tree && pat && ll && ll128 && simple; }
+  // Keeps only the listed algorithms ("Ring,Tree"; also NVLS, NVLSTree or NVLS_TREE, PAT) /
+  // protocols ("Simple,LL128"); false for an unknown name or an empty list.
+  bool restrict_algorithms(std::string_view list);
+  bool restrict_protocols(std::string_view list);
+};
 
 // The tuner's answer for one call.
 struct NcclChoice {
@@ -85,9 +106,11 @@ class NcclTunerCostModel final : public CollectiveCostModel {
   TimeNs duration_ns(const CollectiveShape& shape) const override;
 
   // The lowest-time algorithm/protocol for this call (a one-rank group: all zeros, RING
-  // SIMPLE). Throws std::invalid_argument on an impossible shape, or when `filter` asks for an
-  // algorithm NCCL would not run here (see available).
-  NcclChoice choose(const CollectiveShape& shape, AlgorithmFilter filter = AlgorithmFilter::kAuto) const;
+  // SIMPLE). Throws std::invalid_argument on an impossible shape, when `filter` asks for an
+  // algorithm NCCL would not run here (see available), or when `allowed` leaves nothing NCCL
+  // would run here.
+  NcclChoice choose(const CollectiveShape& shape, AlgorithmFilter filter = AlgorithmFilter::kAuto,
+                    const NcclAllowed& allowed = {}) const;
   // One algorithm/protocol; nullopt where NCCL would not use it (LL128 off the NVLink class,
   // NVLS / NVLSTree / PAT with LL or LL128, an algorithm unavailable here).
   std::optional<NcclChoice> evaluate(const CollectiveShape& shape, NcclAlgorithm algorithm,

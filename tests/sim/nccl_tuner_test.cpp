@@ -406,6 +406,71 @@ TEST(NcclTuner, TreeLatencyAndBandwidthByHand) {
   EXPECT_EQ(m.choose(tiny).algorithm, ps::NcclAlgorithm::kTree);
 }
 
+TEST(NcclTuner, TreeOnTwoNodesGoesPastTheNetwork) {
+  // On exactly two nodes the double binary tree puts half as much on the network as on the links
+  // inside a node (NVIDIA/nccl #946): its bus bandwidth passes what the NICs carry, the ring's
+  // does not; from three nodes on it does not either. 8 x 200 Gb NICs (Google's A3 Mega): 200
+  // GB/s a node each way.
+  auto p = profile("h100-sxm-cluster");
+  p.network->nic_bits_per_s = 200e9;
+  const ps::NcclTunerCostModel m(p, p.calibration);
+  const std::int64_t bytes = 8LL << 30;
+  const double nics = 8 * 25 * kGB;
+  const double ring2 = busbw(m, ps::CollectiveKind::kAllReduce, bytes, 16, ps::AlgorithmFilter::kRing, 2);
+  const double tree2 = busbw(m, ps::CollectiveKind::kAllReduce, bytes, 16, ps::AlgorithmFilter::kTree, 2);
+  const double tree4 = busbw(m, ps::CollectiveKind::kAllReduce, bytes, 32, ps::AlgorithmFilter::kTree, 4);
+  EXPECT_LE(ring2, nics);
+  EXPECT_GT(tree2, 1.4 * nics);
+  EXPECT_LT(tree4, nics);
+  // Bounded inside the node: NCCL's per-channel tree figure on two nodes, 8 channels x 41.4
+  // GB/s, as nccl-tests' bus bandwidth (x (n-1)/n).
+  EXPECT_LE(tree2, 8 * 41.4 * kGB * 15.0 / 16.0 + 1);
+  // And NCCL takes it there for large all-reduces (NVLSTree priced below it on these NICs).
+  EXPECT_EQ(m.choose({ps::CollectiveKind::kAllReduce, bytes, 16, 2}).algorithm, ps::NcclAlgorithm::kTree);
+}
+
+TEST(NcclTuner, TheJobsNcclAlgoAndProtoRestrictTheChoice) {
+  ps::NcclAllowed allowed;
+  EXPECT_TRUE(allowed.everything());
+  EXPECT_TRUE(allowed.restrict_protocols("simple"));  // any case, as NCCL parses it
+  EXPECT_FALSE(allowed.allows(ps::NcclProtocol::kLL));
+  EXPECT_TRUE(allowed.allows(ps::NcclProtocol::kSimple));
+  EXPECT_TRUE(allowed.restrict_algorithms("Ring,TREE"));
+  EXPECT_FALSE(allowed.allows(ps::NcclAlgorithm::kNvlsTree));
+  ps::NcclAllowed untouched;
+  EXPECT_FALSE(untouched.restrict_protocols("Fast"));
+  EXPECT_FALSE(untouched.restrict_protocols(""));
+  EXPECT_FALSE(untouched.restrict_algorithms("Ring,Bogus"));
+  EXPECT_TRUE(untouched.everything()) << "a rejected list leaves the set as it was";
+  EXPECT_TRUE(untouched.restrict_algorithms("NVLSTree"));
+  EXPECT_TRUE(untouched.allows(ps::NcclAlgorithm::kNvlsTree));
+  EXPECT_FALSE(untouched.allows(ps::NcclAlgorithm::kNvls));
+
+  // 8 B on 2 nodes of 8 H100: Tree LL unrestricted; with Ring,Tree and Simple only, Tree Simple:
+  // 8.4 + 2 x (7 x 4.0 + 1 x 14.0) = 92.4 us.
+  const auto m = tuner("h100-sxm-cluster");
+  const ps::CollectiveShape tiny{ps::CollectiveKind::kAllReduce, 8, 16, 2};
+  EXPECT_EQ(m.choose(tiny).protocol, ps::NcclProtocol::kLL);
+  const auto simple = m.choose(tiny, ps::AlgorithmFilter::kAuto, allowed);
+  EXPECT_EQ(simple.algorithm, ps::NcclAlgorithm::kTree);
+  EXPECT_EQ(simple.protocol, ps::NcclProtocol::kSimple);
+  EXPECT_EQ(simple.latency_ns, 92'400);
+  // Nothing left to run: NVLS only, across nodes.
+  ps::NcclAllowed nvls_only;
+  ASSERT_TRUE(nvls_only.restrict_algorithms("NVLS"));
+  EXPECT_THROW(m.choose(tiny, ps::AlgorithmFilter::kAuto, nvls_only), std::invalid_argument);
+  // The command line takes them as NCCL_ALGO / NCCL_PROTO would be set, and names a bad list.
+  const auto ok = run_cli("collective --hardware h100-sxm-cluster --op all_reduce --ranks 16 --nodes 2 -b 8 -e 8 "
+                          "--nccl-algo Ring,Tree --nccl-proto Simple -d float");
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("TREE/SIMPLE"), std::string::npos) << ok.output;
+  EXPECT_NE(ok.output.find("92.40"), std::string::npos) << ok.output;
+  const auto bad = run_cli("collective --hardware h100-sxm-cluster --op all_reduce --ranks 16 --nodes 2 -b 8 -e 8 "
+                           "--nccl-proto LL256");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--nccl-proto"), std::string::npos) << bad.output;
+}
+
 TEST(NcclTuner, NvlsTreeByHand) {
   // 8 heads (one per NIC) x min(48 x 0.85 x 7/8 x 2 = 71.4, NIC 48 (x2 on 2 nodes),
   // perChMaxNVLSTreeBw 45.5 beyond 2 nodes / 57.7 on 2): 364 / 461.6 GB/s busBW.
