@@ -357,6 +357,7 @@ NcclTunerCostModel::NcclTunerCostModel(const core::HardwareProfile& profile,
   if (profile.network) {
     nics_per_node_ = profile.network->nics_per_node;
     nic_bytes_per_s_ = profile.network->nic_bits_per_s / 8.0;
+    transport_latency_per_crossing_ns_ = profile.network->transport_latency_ns;
   }
   host_pci_bytes_per_s_ =
       nccl_pcie_gbps(profile.host_link.pcie_generation, profile.host_link.pcie_lanes) * kGB;
@@ -582,6 +583,23 @@ TimeNs NcclTunerCostModel::ring_charged_latency_ns(const CollectiveShape& shape,
   return std::max(tuner_latency, us_to_ns(kRingBaseUs[p] + steps * inter));
 }
 
+// Charged, not part of the choice: the plugin reports no latency, so NCCL's tuner does not see
+// it. The crossings are NCCL's own count of network steps: a ring's node-crossing steps, both
+// ways of a tree's log2(nodes) levels, PAT's log2(nodes).
+TimeNs NcclTunerCostModel::transport_latency_ns(const CollectiveShape& shape, NcclAlgorithm algorithm) const {
+  if (transport_latency_per_crossing_ns_ <= 0 || shape.nodes <= 1 || calibration_.collective_latency_ns) return 0;
+  const int levels = std::max(0, log2i(shape.nodes));
+  double crossings = 0;
+  switch (algorithm) {
+    case NcclAlgorithm::kRing: crossings = static_cast<double>(ring_steps(shape.kind, shape.nodes)); break;
+    case NcclAlgorithm::kTree:
+    case NcclAlgorithm::kNvlsTree: crossings = 2.0 * levels; break;
+    case NcclAlgorithm::kPat: crossings = levels; break;
+    case NcclAlgorithm::kNvls: crossings = 0; break;
+  }
+  return static_cast<TimeNs>(std::llround(crossings * transport_latency_per_crossing_ns_));
+}
+
 double NcclTunerCostModel::measured_or(CollectiveKind phase, const CollectiveShape& shape,
                                        double derived) const {
   std::optional<double> measured = phase == CollectiveKind::kReduceScatter
@@ -725,7 +743,7 @@ std::optional<NcclChoice> NcclTunerCostModel::evaluate(const CollectiveShape& sh
     }
   }
   c.latency_ns = latency;
-  c.charged_latency_ns = charged_latency;
+  c.charged_latency_ns = charged_latency + transport_latency_ns(shape, algorithm);
   c.bus_bandwidth_bytes_per_s = tuner_s > 0 ? phases * moved / tuner_s : 0;
   c.charged_bus_bandwidth_bytes_per_s = charged_s > 0 ? phases * moved / charged_s : 0;
   c.tuner_ns = latency + seconds_to_ns(tuner_s);
@@ -737,7 +755,7 @@ std::optional<NcclChoice> NcclTunerCostModel::evaluate(const CollectiveShape& sh
     c.channels = static_cast<int>(std::clamp(std::floor(bytes / unit), 1.0,
                                              static_cast<double>(c.graph_channels)));
   }
-  c.duration_ns = charged_latency + seconds_to_ns(charged_s * c.graph_channels / c.channels);
+  c.duration_ns = c.charged_latency_ns + seconds_to_ns(charged_s * c.graph_channels / c.channels);
   return c;
 }
 

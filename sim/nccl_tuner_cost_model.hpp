@@ -157,9 +157,12 @@ class NcclTunerCostModel final : public CollectiveCostModel {
   TimeNs ring_charged_latency_ns(const CollectiveShape& shape, NcclProtocol protocol,
                                  TimeNs tuner_latency) const;
   double measured_or(CollectiveKind phase, const CollectiveShape& shape, double derived) const;
+  // The profile's network.transport_latency_us over the call's network crossings.
+  TimeNs transport_latency_ns(const CollectiveShape& shape, NcclAlgorithm algorithm) const;
   NcclGraph nvls_tree_graph(int ranks_per_node) const;
 
   Arch arch_ = Arch::kAmpere;
+  double transport_latency_per_crossing_ns_ = 0;
   bool nvlink_ = false;
   bool nvswitch_ = false;
   bool shm_ = false;  // PCIe without peer-to-peer: through host memory

@@ -201,6 +201,8 @@ NetworkSpec read_network(const YamlSection& s) {
   net.nics_per_node = get_small_int(s, "nics_per_node", 1, 64);
   net.nic_bits_per_s =
       get_positive(s, "nic_gbit_per_s", "Gbit/s per NIC, e.g. 400").value_or(0) * kGigaBitsPerS;
+  // Microseconds per network crossing beyond NCCL's constants (0 for InfiniBand).
+  net.transport_latency_ns = s.get_double("transport_latency_us", 0, 0, 10'000) * 1e3;
   s.finish();
   require_keys(s, {{"nics_per_node", "a whole number in [1, 64]"},
                    {"nic_gbit_per_s", "a number > 0 (Gbit/s per NIC, e.g. 400)"}});

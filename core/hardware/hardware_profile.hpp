@@ -60,6 +60,10 @@ struct HostLink {
 struct NetworkSpec {
   int nics_per_node = 0;
   double nic_bits_per_s = 0;  // line rate of one NIC
+  // What a message pays per network crossing beyond NCCL's latency constants, where the
+  // transport is slower than they assume and its plugin does not say so (NCCL's latencyInter
+  // stays 0): host-assisted TCP such as Google's GPUDirect-TCPXO. 0 for InfiniBand / RoCE.
+  double transport_latency_ns = 0;
 };
 
 struct HardwareProfile {

@@ -71,11 +71,12 @@ ClusterConfig load_cluster(const YamlSection& section, const BundledData& bundle
   const bool own_network = section.has("network");
   if (own_network) {
     const YamlSection net = section.section("network");
-    net.allow_only({"nics_per_node", "nic_gbit_per_s"});
+    net.allow_only({"nics_per_node", "nic_gbit_per_s", "transport_latency_us"});
     NetworkSpec spec = cluster.hardware.network.value_or(NetworkSpec{});
     const std::string from_profile = cluster.hardware.network ? " (default: the profile's)" : "";
     spec.nics_per_node = static_cast<int>(net.get_int("nics_per_node", spec.nics_per_node, 1, 64));
     spec.nic_bits_per_s = net.get_double("nic_gbit_per_s", spec.nic_bits_per_s / 1e9, 0, 1e6) * 1e9;
+    spec.transport_latency_ns = net.get_double("transport_latency_us", spec.transport_latency_ns / 1e3, 0, 10'000) * 1e3;
     if (spec.nics_per_node <= 0) {
       net.fail("nics_per_node", "is missing and profile '" + cluster.hardware_ref + "' has no network",
                "NICs per node for inter-node traffic, e.g. 8");

@@ -28,6 +28,9 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
   if (scenario.cluster.hardware.network) {
     out["cluster"]["network"] = {{"nics_per_node", scenario.cluster.hardware.network->nics_per_node},
                                  {"nic_gbit_per_s", scenario.cluster.hardware.network->nic_bits_per_s / 1e9}};
+    if (scenario.cluster.hardware.network->transport_latency_ns > 0) {  // a TCP-class network only
+      out["cluster"]["network"]["transport_latency_us"] = scenario.cluster.hardware.network->transport_latency_ns / 1e3;
+    }
   }
   const CalibrationConstants& cal = scenario.cluster.calibration;
   nlohmann::ordered_json calibration = {

@@ -429,6 +429,31 @@ TEST(NcclTuner, TreeOnTwoNodesGoesPastTheNetwork) {
   EXPECT_EQ(m.choose({ps::CollectiveKind::kAllReduce, bytes, 16, 2}).algorithm, ps::NcclAlgorithm::kTree);
 }
 
+TEST(NcclTuner, TransportLatencyIsChargedPerNetworkCrossingNotInTheChoice) {
+  // network.transport_latency_us: what a host-assisted transport pays per network crossing beyond
+  // NCCL's constants (its plugin reports none, so NCCL's estimate, and choice, do not see it).
+  auto p = profile("h100-sxm-cluster");
+  const ps::NcclTunerCostModel ib(p, p.calibration);
+  p.network->transport_latency_ns = 36'000;
+  const ps::NcclTunerCostModel tcp(p, p.calibration);
+  const auto charged = [](const ps::NcclTunerCostModel& m, ps::CollectiveShape shape, ps::AlgorithmFilter filter) {
+    return m.choose(shape, filter).charged_latency_ns;
+  };
+  // Ring all-gather on 2 nodes: NCCL counts one node-crossing step.
+  const ps::CollectiveShape ag{ps::CollectiveKind::kAllGather, 65536, 16, 2};
+  EXPECT_EQ(charged(tcp, ag, ps::AlgorithmFilter::kRing) - charged(ib, ag, ps::AlgorithmFilter::kRing), 36'000);
+  EXPECT_EQ(tcp.choose(ag).latency_ns, ib.choose(ag).latency_ns);  // NCCL's own figure
+  EXPECT_EQ(tcp.choose(ag).algorithm, ib.choose(ag).algorithm);
+  // Tree all-reduce on 4 nodes: 2 x log2(4) = 4 crossings.
+  const ps::CollectiveShape ar{ps::CollectiveKind::kAllReduce, 8, 32, 4};
+  EXPECT_EQ(charged(tcp, ar, ps::AlgorithmFilter::kTree) - charged(ib, ar, ps::AlgorithmFilter::kTree), 4 * 36'000);
+  EXPECT_EQ(tcp.choose(ar, ps::AlgorithmFilter::kTree).duration_ns - ib.choose(ar, ps::AlgorithmFilter::kTree).duration_ns,
+            4 * 36'000);
+  // One node: no network.
+  const ps::CollectiveShape one{ps::CollectiveKind::kAllReduce, 8, 8, 1};
+  EXPECT_EQ(tcp.choose(one).duration_ns, ib.choose(one).duration_ns);
+}
+
 TEST(NcclTuner, TheJobsNcclAlgoAndProtoRestrictTheChoice) {
   ps::NcclAllowed allowed;
   EXPECT_TRUE(allowed.everything());

@@ -195,4 +195,16 @@ TEST(Scenario, ClusterNetworkJoinsNodesOfAOneBoxProfile) {
   const pc::Scenario l40s =
       load(head + "cluster:\n  hardware: l40s-8x-pcie4\n  nodes: 3\n  network: {nics_per_node: 2, nic_gbit_per_s: 100}\n");
   EXPECT_EQ(l40s.cluster.world_size(), 24);
+  EXPECT_EQ(l40s.cluster.hardware.network->transport_latency_ns, 0);
+  // A TCP-class network's latency per crossing beyond NCCL's constants, in microseconds.
+  const pc::Scenario tcp = load(head + "cluster:\n  hardware: l40s-8x-pcie4\n  nodes: 3\n  network: "
+                                       "{nics_per_node: 2, nic_gbit_per_s: 100, transport_latency_us: 36}\n");
+  EXPECT_DOUBLE_EQ(tcp.cluster.hardware.network->transport_latency_ns, 36'000);
+  try {
+    load(head + "cluster:\n  hardware: l40s-8x-pcie4\n  nodes: 3\n  network: "
+                "{nics_per_node: 2, nic_gbit_per_s: 100, transport_latency_us: -1}\n");
+    ADD_FAILURE() << "a negative transport latency was accepted";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "cluster.network.transport_latency_us");
+  }
 }
