@@ -668,11 +668,11 @@ std::optional<NcclChoice> NcclTunerCostModel::evaluate(const CollectiveShape& sh
       // node do: up to ~2x the network's rate, "on many platforms, NCCL should use Tree on 2
       // nodes for large sizes" (sjeaugey, NVIDIA/nccl #946); 2 nodes of 100 Gb/s EFA: tree
       // busbw 125 Gb/s, ring 60 (NVIDIA/nccl-tests #22); busbw above the network's rate on 2
-      // nodes from tree (nccl-tests #196). The graph's and NICs' rates, set at the NIC, double.
+      // nodes from tree (nccl-tests #196). The graph's and NICs' rates, set at the NIC, double,
+      // up to what the links inside a node carry.
       const double network_share = nodes == 2 ? 2.0 : 1.0;
       const double tree_graph_bytes_per_s =
-          nodes == 2 ? std::min(network_share * g.bytes_per_s(), std::max(g.bytes_per_s(), achievable_intra_bytes_per_s_))
-                     : g.bytes_per_s();
+          std::min(network_share * g.bytes_per_s(), std::max(g.bytes_per_s(), achievable_intra_bytes_per_s_));
       latency = calibration_.collective_latency_ns
                     ? *calibration_.collective_latency_ns
                     : us_to_ns(kTreeBaseUs[p] + 2 * ((ppn - 1) * intra_hop +
