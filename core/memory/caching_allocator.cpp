@@ -4,9 +4,10 @@
 #include <bit>
 #include <cstdio>
 #include <limits>
-#include <set>
 #include <stdexcept>
 #include <utility>
+
+#include "core/memory/sorted_vector_set.hpp"
 
 // Behaviour follows pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (DeviceCachingAllocator)
 // and c10/core/AllocatorConfig.cpp; where a detail is subtle the comment at that place says which
@@ -54,8 +55,8 @@ struct CachingAllocator::Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
   bool small = false;
-  std::set<SizeKey> blocks;       // cached free (mapped) blocks
-  std::set<AddressKey> unmapped;  // expandable address space without pages
+  SortedVectorSet<SizeKey> blocks;       // cached free (mapped) blocks
+  SortedVectorSet<AddressKey> unmapped;  // expandable address space without pages
   std::uint64_t search_count = 0;  // get_free_block calls, the clock of GC ages
 };
 
