@@ -3,10 +3,10 @@
 // so the caching allocator's pools choose the same blocks either way.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <set>
-#include <algorithm>
 #include <vector>
 
 #include "core/memory/sorted_vector_set.hpp"
