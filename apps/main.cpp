@@ -11,6 +11,7 @@
 #include "compare_command.hpp"
 #include "describe_command.hpp"
 #include "fidelity_command.hpp"
+#include "large_pages.hpp"
 #include "merge_command.hpp"
 #include "replay_command.hpp"
 #include "run_command.hpp"
@@ -44,6 +45,7 @@ std::string version_text() {
 
 int main(int argc, char** argv) {
   using namespace prefetchlab::apps;
+  prefer_large_os_pages();
   CLI::App app{"PrefetchLab: ZeRO-3 prefetch simulator and tuner"};
   app.set_version_flag("--version", version_text);
   app.require_subcommand(1);
