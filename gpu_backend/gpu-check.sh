@@ -12,6 +12,8 @@
 #                           env: NCCL's unique id through rank 0's store, ncclCommInitRank)
 #   executor-speed          the executor's forward + backward and Adam step against PyTorch's
 #   torch-layers            PyTorch's own layers timed part by part (bench/layers/)
+#   torch-call-host         torch.distributed calls' host cost, with and without torch.profiler
+#                           (bench/host_costs/)
 #   calibrate-2gpu, validate-2gpu, validate-2gpu-processes   only with 2+ GPUs
 #   allocator-compare       torch.cuda's caching allocator against core's (torch_allocator_compare.py)
 # Everything small lands in OUTDIR (default $OUT): one log per step, the profiles and validate
@@ -199,6 +201,14 @@ if [[ -n $py ]]; then
   step torch-layers 120 "$py" bench/layers/torch_layer_timings.py "$out/torch-layers.csv"
 else
   not_wired torch-layers "no python3 on this machine"
+fi
+# The host's cost per torch.distributed call, unprofiled and under torch.profiler, on this
+# machine: what the torch-call host level and its fidelity cases rest on (docs/fidelity.md).
+if [[ -n $py ]]; then
+  step torch-call-host 90 "$py" bench/host_costs/torch_call_host_costs.py "$out/torch-call-host.csv" \
+    --repeats 5 --calls 40 --warmup 10
+else
+  not_wired torch-call-host "no python3 on this machine"
 fi
 if ((gpus >= 2)); then
   step calibrate-2gpu 60 "$cli" calibrate --backend cuda --ranks 2 --base "$base" -o "$out/cuda-2gpu.yaml"

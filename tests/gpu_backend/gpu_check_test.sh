@@ -84,7 +84,7 @@ steps() {
   local build=$1 rc=0 s
   "$repo/gpu_backend/gpu-check.sh" --dry-run "$tmp/dry" > /dev/null || fail "--dry-run exited non-zero"
   for s in configure build cuda-tests calibrate-gpt2-medium calibrate-default validate-tiny-offload validate-gpt2-medium \
-           executor-speed torch-layers allocator-compare; do
+           executor-speed torch-layers torch-call-host allocator-compare; do
     [[ -n $(step_rc "$tmp/dry/summary.tsv" "$s") ]] || fail "--dry-run lists no step $s"
   done
   # Every scenario the check validates or calibrates at is bundled.
@@ -106,6 +106,7 @@ steps() {
   if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
     [[ $(step_rc "$tmp/run/summary.tsv" calibrate-gpt2-medium) == 2 ]] || fail "calibrate --backend cuda without a GPU did not exit 2"
     [[ $(step_rc "$tmp/run/summary.tsv" allocator-compare) == 0 ]] || fail "the allocator comparison did not run past the failed steps"
+    [[ $(step_rc "$tmp/run/summary.tsv" torch-call-host) == 0 ]] || fail "the torch call timing did not exit 0 without a GPU"
   fi
   echo "steps: ok ($n steps, exit $rc)"
 }
