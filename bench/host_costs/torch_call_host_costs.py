@@ -71,6 +71,11 @@ def per_call_us(batch, calls, repeats, clock=time.perf_counter):
     return median(times)
 
 
+def nccl_version_text(version):
+    """torch.cuda.nccl.version(): a (major, minor, patch) tuple, or one integer in old releases."""
+    return ".".join(str(v) for v in version) if isinstance(version, (tuple, list)) else str(version)
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -161,7 +166,7 @@ def main(argv):
         "repeats": args.repeats,
         "calls": args.calls,
         "torch": torch.__version__,
-        "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()),
+        "nccl": nccl_version_text(torch.cuda.nccl.version()),
         "gpu": torch.cuda.get_device_name(dev),
         "cpu": cpu_model(),
     }

@@ -172,6 +172,11 @@ class TorchCallHostCostsTest(unittest.TestCase):
         us = m.per_call_us(lambda n: None, 10, 3, clock=lambda: next(ticks))
         self.assertAlmostEqual(us, 1000.0)
 
+    def test_nccl_version_as_tuple_or_integer(self):
+        m = load_module()
+        self.assertEqual(m.nccl_version_text((2, 21, 5)), "2.21.5")
+        self.assertEqual(m.nccl_version_text(2708), "2708")
+
     def test_bad_arguments_are_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
             for args in (["--calls", "0"], ["--repeats", "0"], ["--warmup", "-1"]):
