@@ -14,7 +14,6 @@
 
 #include "metric_text.hpp"
 #include "command_context.hpp"
-#include "core/input/closest_match.hpp"
 #include "core/hardware/collective_fit.hpp"
 #include "core/hardware/hardware_profile.hpp"
 #include "core/hardware/measured_collective_curve.hpp"
@@ -23,6 +22,7 @@
 #include "core/hardware/nccl_tests_log.hpp"
 #include "calibrated_profile.hpp"
 #include "device_calibration.hpp"
+#include "host_costs_calibration.hpp"
 #include "process_job.hpp"
 #include "trace_calibration.hpp"
 
@@ -40,6 +40,7 @@ struct CalibrateOptions {
   std::string backend;  // set: microbenchmarks on this device instead of logs
   int iterations = 3;
   std::vector<std::string> traces;  // set: a real run's torch.profiler traces instead
+  std::string host_costs;           // set: this machine's host cost per torch call instead
   core::TimelineOptions timeline;
   std::string scenario;  // with --from-trace: the traced job, for compute_time_scale; with
                          // --backend: the shapes and bucket sizes to measure
@@ -169,12 +170,24 @@ int run_calibrate(const CalibrateOptions& options) {
     throw core::InputError({"<command line>", 0}, "SCENARIO", "is given without --backend",
                            "--backend host|cuda SCENARIO, or --from-trace TRACE... --scenario SCENARIO");
   }
-  const core::BundledData bundled = bundled_data();
-  const int sources = (o.backend.empty() ? 0 : 1) + (o.logs.empty() ? 0 : 1) + (o.traces.empty() ? 0 : 1);
+  const int sources = (o.backend.empty() ? 0 : 1) + (o.logs.empty() ? 0 : 1) + (o.traces.empty() ? 0 : 1) +
+                      (o.host_costs.empty() ? 0 : 1);
   if (sources != 1) {
-    throw core::InputError({"<command line>", 0}, "--from-nccl-tests, --backend, --from-trace",
+    throw core::InputError({"<command line>", 0}, "--from-nccl-tests, --backend, --from-trace, --from-host-costs",
                            sources == 0 ? "none is given" : "more than one is given",
-                           "one of --from-nccl-tests LOG..., --backend host|cuda, --from-trace TRACE...");
+                           "one of --from-nccl-tests LOG..., --backend host|cuda, --from-trace TRACE..., "
+                           "--from-host-costs COSTS.csv");
+  }
+  if (!o.host_costs.empty()) {
+    if (!o.scenario.empty() || !o.overrides.empty()) {
+      throw core::InputError({"<command line>", 0}, o.scenario.empty() ? "--set" : "--scenario",
+                             "is given with --from-host-costs", "--from-host-costs COSTS.csv [--base PROFILE] -o OUT");
+    }
+    HostCostsCalibrationOptions h;
+    h.costs = o.host_costs;
+    h.base = o.hardware;
+    h.output = o.output;
+    return run_host_costs_calibration(h);
   }
   if (!o.traces.empty()) {
     TraceCalibrationOptions t;
@@ -195,15 +208,10 @@ int run_calibrate(const CalibrateOptions& options) {
     DeviceCalibrationOptions d;
     // The base: --hardware, else the scenario's own hardware, else h100-sxm-8x.
     const std::string base_name = o.hardware.empty() ? "h100-sxm-8x" : o.hardware;
-    const auto base_path = core::find_hardware_profile(base_name, bundled.hardware_dir);
-    if (!base_path) {
-      throw core::InputError({"<command line>", 0}, "--base", "'" + base_name + "' is neither a file nor a bundled profile",
-                             "the base hardware profile: bundled name or YAML path",
-                             core::closest_match(base_name, core::bundled_hardware_names(bundled.hardware_dir)));
-    }
+    const std::filesystem::path base_path = find_base_profile(base_name, "--base");
     d.backend = o.backend;
     d.ranks = o.ranks.value_or(2);
-    if (!o.hardware.empty() || o.scenario.empty()) d.base = *base_path;
+    if (!o.hardware.empty() || o.scenario.empty()) d.base = base_path;
     d.scenario = o.scenario;
     d.overrides = o.overrides;
     d.max_fit_error = o.max_fit_error;
@@ -229,13 +237,8 @@ int run_calibrate(const CalibrateOptions& options) {
   if (o.hardware.empty()) {
     throw core::InputError({"<command line>", 0}, "--hardware", "is missing", "the base hardware profile: bundled name or YAML path");
   }
-  const auto base = core::find_hardware_profile(o.hardware, bundled.hardware_dir);
-  if (!base) {
-    throw core::InputError({"<command line>", 0}, "--hardware", "'" + o.hardware + "' is neither a file nor a bundled profile",
-                           "the base hardware profile: bundled name or YAML path",
-                           core::closest_match(o.hardware, core::bundled_hardware_names(bundled.hardware_dir)));
-  }
-  core::load_hardware_profile(*base);  // the base must be valid itself
+  const std::filesystem::path base = find_base_profile(o.hardware, "--hardware");
+  core::load_hardware_profile(base);  // the base must be valid itself
   if (!o.op.empty() && !core::parse_nccl_tests_op(o.op)) {
     throw core::InputError({"<command line>", 0}, "--op", "is '" + o.op + "'", "all_gather, reduce_scatter or all_reduce");
   }
@@ -276,9 +279,9 @@ int run_calibrate(const CalibrateOptions& options) {
   }
   std::string curves_yaml;
   for (const auto& curve : curves) curves_yaml += core::measured_curve_yaml(curve, 2);
-  write_calibrated_profile(*base, o.output, header.str(), values, curves_yaml);
+  write_calibrated_profile(base, o.output, header.str(), values, curves_yaml);
   const core::HardwareProfile written = core::load_hardware_profile(o.output);
-  std::printf("wrote %s (base %s): collective_latency_us %.2f", o.output.c_str(), base->string().c_str(),
+  std::printf("wrote %s (base %s): collective_latency_us %.2f", o.output.c_str(), base.string().c_str(),
               values["collective_latency_us"]);
   for (const auto& [k, v] : values) {
     if (k != "collective_latency_us") std::printf(", %s %.2f", k.c_str(), v);
@@ -294,9 +297,12 @@ CLI::App* add_calibrate_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* c = app.add_subcommand(
       "calibrate",
-      "Fit a hardware profile from nccl-tests logs, from microbenchmarks on a device (--backend) or from a real "
-      "run's profiler traces (--from-trace)");
+      "Fit a hardware profile from nccl-tests logs, from microbenchmarks on a device (--backend), from a real "
+      "run's profiler traces (--from-trace) or from this machine's host cost per torch call (--from-host-costs)");
   c->add_option("--from-nccl-tests", o->logs, "nccl-tests output files (all_gather_perf, reduce_scatter_perf, all_reduce_perf)");
+  c->add_option("--from-host-costs", o->host_costs,
+                "this machine's host cost per torch.distributed call (bench/host_costs/torch_call_host_costs.py's "
+                "CSV): sets host_speed");
   c->add_option("--from-trace", o->traces,
                 "a real run's torch.profiler traces, one per rank: fit collective latency and bus bandwidth from "
                 "cross-rank true times, host_speed from the torch-level collective calls, and DeepSpeed's hook "

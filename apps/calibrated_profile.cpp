@@ -6,11 +6,26 @@
 #include <fstream>
 #include <sstream>
 
+#include "command_context.hpp"
 #include "metric_text.hpp"
 #include "core/hardware/hardware_profile.hpp"
+#include "core/input/closest_match.hpp"
+#include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
 
 namespace prefetchlab::apps {
+
+std::filesystem::path find_base_profile(const std::string& name, const std::string& key) {
+  const core::BundledData bundled = bundled_data();
+  const std::string base_name = name.empty() ? "h100-sxm-8x" : name;
+  const auto path = core::find_hardware_profile(base_name, bundled.hardware_dir);
+  if (!path) {
+    throw core::InputError({"<command line>", 0}, key, "'" + base_name + "' is neither a file nor a bundled profile",
+                           "the base hardware profile: bundled name or YAML path",
+                           core::closest_match(base_name, core::bundled_hardware_names(bundled.hardware_dir)));
+  }
+  return *path;
+}
 void write_calibrated_profile(const std::filesystem::path& base, const std::string& output, const std::string& header,
                               const std::map<std::string, double>& values,
                               const std::optional<std::string>& curves_yaml) {

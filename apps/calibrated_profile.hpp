@@ -9,6 +9,11 @@
 
 namespace prefetchlab::apps {
 
+// The base profile a calibration starts from: `name` (a bundled name or a YAML path; empty:
+// h100-sxm-8x) found on disk, or bad input naming `key` (the option that gave it) with the
+// closest bundled names.
+std::filesystem::path find_base_profile(const std::string& name, const std::string& key);
+
 // `header`: comment lines ("# ...\n") saying where the figures came from. The profile's name
 // becomes the output file's stem. The written file is read back (a profile that does not load
 // is an error here, not at the next run).

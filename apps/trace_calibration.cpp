@@ -12,7 +12,6 @@
 #include "calibrated_profile.hpp"
 #include "command_context.hpp"
 #include "core/hardware/hardware_profile.hpp"
-#include "core/input/closest_match.hpp"
 #include "core/input/input_error.hpp"
 #include "core/trace_import/coordinator_fit.hpp"
 #include "core/trace_import/trace_calibration.hpp"
@@ -38,15 +37,8 @@ const char* bandwidth_key(core::CollectiveKind kind) {
 }  // namespace
 
 int run_trace_calibration(const TraceCalibrationOptions& o) {
-  const core::BundledData bundled = bundled_data();
-  const std::string base_name = o.base.empty() ? "h100-sxm-8x" : o.base;
-  const auto base = core::find_hardware_profile(base_name, bundled.hardware_dir);
-  if (!base) {
-    throw core::InputError({"<command line>", 0}, "--base", "'" + base_name + "' is neither a file nor a bundled profile",
-                           "the base hardware profile: bundled name or YAML path",
-                           core::closest_match(base_name, core::bundled_hardware_names(bundled.hardware_dir)));
-  }
-  const core::HardwareProfile base_profile = core::load_hardware_profile(*base);
+  const std::filesystem::path base = find_base_profile(o.base, "--base");
+  const core::HardwareProfile base_profile = core::load_hardware_profile(base);
   const core::TraceSet set = core::load_trace_set(o.traces, o.timeline);
   const core::TraceCalibration cal = core::calibrate_from_traces(set, o.tolerance);
 
@@ -193,8 +185,8 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
     throw core::InputError({o.traces.front(), 0}, "", "support no constant: " + not_fitted.front(),
                            "traces of every rank of a group, with collective sizes (PyTorch >= 2.3, or record_shapes=True)");
   }
-  write_calibrated_profile(*base, o.output, header.str(), values, std::nullopt);
-  std::printf("wrote %s (base %s):", o.output.c_str(), base->string().c_str());
+  write_calibrated_profile(base, o.output, header.str(), values, std::nullopt);
+  std::printf("wrote %s (base %s):", o.output.c_str(), base.string().c_str());
   for (const auto& [key, value] : values) std::printf(" %s %.4g", key.c_str(), value);
   std::printf("\n");
   return kExitOk;

@@ -3,7 +3,8 @@
 CI): without torch it says so and writes nothing; with a stand-in torch (a CUDA device and NCCL
 that record what they are asked, a clock that advances per call) it runs every call, size and way
 of its table, issues each call as its docstring says, and writes one row for each; bad arguments
-are refused.
+are refused. With PREFETCHLAB_CLI naming the prefetchlab binary, the CSV it writes calibrates a
+profile (calibrate --from-host-costs).
 """
 import csv
 import importlib.util
@@ -17,6 +18,7 @@ import unittest
 sys.dont_write_bytecode = True
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "bench", "host_costs", "torch_call_host_costs.py")
+CLI = os.environ.get("PREFETCHLAB_CLI")  # the prefetchlab binary, if given
 
 # A stand-in torch: enough of torch, torch.cuda, torch.distributed and torch.profiler for the
 # script, logging every collective, synchronisation and profiling session to $FAKE_TORCH_LOG.
@@ -165,6 +167,20 @@ class TorchCallHostCostsTest(unittest.TestCase):
         # IBM's iteration, and only it: the all-reduce, a synchronisation, then the barrier.
         ibm = [k for k in range(len(log) - 2) if log[k:k + 3] == ["all_reduce 2048", "synchronize", "barrier"]]
         self.assertEqual(len(ibm), per_row * len(m.WAYS))
+
+    @unittest.skipIf(CLI is None, "needs PREFETCHLAB_CLI=PATH/TO/prefetchlab")
+    def test_its_csv_calibrates_a_profile(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "costs.csv")
+            run = run_script(tmp, out, "--repeats", "1", "--calls", "2", "--warmup", "0")
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            profile = os.path.join(tmp, "machine.yaml")
+            cal = subprocess.run([CLI, "calibrate", "--from-host-costs", out, "-o", profile],
+                                 capture_output=True, text=True)
+            self.assertEqual(cal.returncode, 0, cal.stdout + cal.stderr)
+            self.assertIn("median of 3 call(s)", cal.stdout)
+            with open(profile) as f:
+                self.assertIn("host_speed:", f.read())
 
     def test_per_call_is_the_median_batch_mean(self):
         m = load_module()

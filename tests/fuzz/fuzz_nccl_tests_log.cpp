@@ -1,10 +1,12 @@
-// nccl-tests logs as `calibrate --from-nccl-tests` reads them: parsed, then (when the log names
-// its collective and ranks, as calibrate requires) its sizes and times fitted to a curve.
+// The measurement files `calibrate` reads: nccl-tests logs as `--from-nccl-tests` reads them
+// (parsed, then, when the log names its collective and ranks as calibrate requires, its sizes and
+// times fitted to a curve), and the same bytes as `--from-host-costs` reads a host-costs CSV.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "core/hardware/collective_fit.hpp"
+#include "core/hardware/host_call_costs.hpp"
 #include "core/hardware/nccl_tests_log.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
@@ -24,5 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const double n = *log.ranks;
     pc::fit_collective(points, (*log.op == pc::NcclTestsOp::kAllReduce ? 2.0 : 1.0) * (n - 1) / n, 0.05);
   });
+  const auto costs = pf::write_input("costs.csv", std::string_view(reinterpret_cast<const char*>(data), size));
+  pf::expect_input_error_or_success([&] { pc::read_host_call_costs(costs); });
   return 0;
 }
