@@ -50,6 +50,13 @@ TEST(HostCallCosts, ALastRowWithoutItsLineEndIsComplete) {
   EXPECT_DOUBLE_EQ(rows[0].us_per_call, 40.0);
 }
 
+TEST(HostCallCosts, WindowsLineEndsReadAsUnix) {
+  const auto rows =
+      pc::parse_host_call_costs("call,bytes_per_rank,way,us_per_call\r\nall_reduce,4096,issue,40\r\n", "costs.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].us_per_call, 40.0);
+}
+
 TEST(HostCallCosts, RefusesMalformedRowsNamingLineAndColumn) {
   const std::string header = "call,bytes_per_rank,way,us_per_call\n";
   EXPECT_EQ(refusal(""), (std::pair<int, std::string>{0, ""}));
