@@ -37,6 +37,7 @@ struct CalibrateOptions {
   std::optional<int> ranks;
   double tolerance = 0.02;
   bool tolerance_set = false;
+  bool iterations_set = false;
   std::string backend;  // set: microbenchmarks on this device instead of logs
   int iterations = 3;
   std::vector<std::string> traces;  // set: a real run's torch.profiler traces instead
@@ -179,9 +180,16 @@ int run_calibrate(const CalibrateOptions& options) {
                            "--from-host-costs COSTS.csv");
   }
   if (!o.host_costs.empty()) {
-    if (!o.scenario.empty() || !o.overrides.empty()) {
-      throw core::InputError({"<command line>", 0}, o.scenario.empty() ? "--set" : "--scenario",
-                             "is given with --from-host-costs", "--from-host-costs COSTS.csv [--base PROFILE] -o OUT");
+    // What only the other sources read: refused rather than ignored.
+    const std::pair<bool, const char*> others[] = {
+        {!o.scenario.empty(), "--scenario"}, {!o.overrides.empty(), "--set"}, {!o.op.empty(), "--op"},
+        {o.ranks.has_value(), "--ranks"}, {o.tolerance_set, "--tolerance"}, {o.iterations_set, "--iterations"},
+        {o.timeline.whole_file_step, "--whole-file-step"}, {!o.timeline.step_marker.empty(), "--step-marker"}};
+    for (const auto& [given, name] : others) {
+      if (given) {
+        throw core::InputError({"<command line>", 0}, name, "is given with --from-host-costs",
+                               "--from-host-costs COSTS.csv [--base PROFILE] -o OUT");
+      }
     }
     HostCostsCalibrationOptions h;
     h.costs = o.host_costs;
@@ -327,13 +335,15 @@ CLI::App* add_calibrate_command(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"host", "cuda"}));
   c->add_option("-o,--output", o->output, "profile YAML to write")->required();
   c->add_option("--hardware,--base", o->hardware,
-                "base hardware profile: bundled name or YAML path (with --backend or --from-trace default h100-sxm-8x)");
+                "base hardware profile: bundled name or YAML path (with --backend, --from-trace or --from-host-costs default "
+                "h100-sxm-8x)");
   c->add_option("--op", o->op, "collective of every log, when a log does not name it");
   c->add_option("--ranks", o->ranks, "ranks of every log, when a log does not list them; with --backend the device "
                                       "group's size (default 2)")
       ->check(CLI::Range(1, 1 << 20));
   c->add_option("--iterations", o->iterations, "with --backend: timed repetitions per microbenchmark (default 3)")
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(1, 1000))
+      ->each([o](const std::string&) { o->iterations_set = true; });
   c->add_option("--tolerance", o->tolerance, "largest relative error within one fitted size range (default 0.02; 0.05 with --backend)")
       ->check(CLI::Range(1e-6, 1.0))
       ->each([o](const std::string&) { o->tolerance_set = true; });

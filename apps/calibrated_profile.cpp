@@ -26,6 +26,7 @@ std::filesystem::path find_base_profile(const std::string& name, const std::stri
   }
   return *path;
 }
+
 void write_calibrated_profile(const std::filesystem::path& base, const std::string& output, const std::string& header,
                               const std::map<std::string, double>& values,
                               const std::optional<std::string>& curves_yaml) {

@@ -97,8 +97,11 @@ TEST(CalibrateHostCosts, WhatIsNotTheScriptsCsvIsExitTwo) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("more than one is given"), std::string::npos) << r.output;
 
-  r = run_cli("calibrate --from-host-costs " + only_barrier.string() + " --scenario scenarios/default.yaml -o " + out);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--scenario"), std::string::npos) << r.output;
+  for (const std::string option : {"--scenario scenarios/default.yaml", "--ranks 8", "--op all_reduce", "--iterations 3",
+                                    "--tolerance 0.1", "--step-marker x"}) {
+    r = run_cli("calibrate --from-host-costs " + only_barrier.string() + " " + option + " -o " + out);
+    EXPECT_EQ(r.exit_code, 2) << option << "\n" << r.output;
+    EXPECT_NE(r.output.find("key '" + option.substr(0, option.find(' ')) + "'"), std::string::npos) << r.output;
+  }
   EXPECT_FALSE(std::filesystem::exists(out));
 }
