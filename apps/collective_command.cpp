@@ -118,11 +118,11 @@ int run_collective(const CollectiveOptions& o) {
   sim::NcclAllowed allowed;
   if (!o.nccl_algo.empty() && !allowed.restrict_algorithms(o.nccl_algo)) {
     throw core::InputError({"<command line>", 0}, "--nccl-algo", "is '" + o.nccl_algo + "'",
-                           "NCCL_ALGO's form: a comma-separated list of Ring, Tree, NVLS, NVLSTree, PAT");
+                           std::string("NCCL_ALGO's form: a comma-separated list of ") + sim::NcclAllowed::kAlgorithmNames);
   }
   if (!o.nccl_proto.empty() && !allowed.restrict_protocols(o.nccl_proto)) {
     throw core::InputError({"<command line>", 0}, "--nccl-proto", "is '" + o.nccl_proto + "'",
-                           "NCCL_PROTO's form: a comma-separated list of LL, LL128, Simple");
+                           std::string("NCCL_PROTO's form: a comma-separated list of ") + sim::NcclAllowed::kProtocolNames);
   }
   const sim::NcclTunerCostModel model(profile, profile.calibration);
   if (only && !model.available({kind, 0, o.ranks, nodes}, *only)) {

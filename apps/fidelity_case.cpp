@@ -131,11 +131,11 @@ CollectiveQuery load_collective(const core::YamlSection& section, const Fidelity
   // The run's environment, where its source states it: NCCL_ALGO and NCCL_PROTO as it set them.
   if (section.has("nccl_algo") && !q.allowed.restrict_algorithms(section.require_string("nccl_algo"))) {
     section.fail("nccl_algo", "is '" + section.require_string("nccl_algo") + "'",
-                 "NCCL_ALGO as the run set it: a comma-separated list of Ring, Tree, NVLS, NVLSTree, PAT");
+                 std::string("NCCL_ALGO as the run set it: a comma-separated list of ") + sim::NcclAllowed::kAlgorithmNames);
   }
   if (section.has("nccl_proto") && !q.allowed.restrict_protocols(section.require_string("nccl_proto"))) {
     section.fail("nccl_proto", "is '" + section.require_string("nccl_proto") + "'",
-                 "NCCL_PROTO as the run set it: a comma-separated list of LL, LL128, Simple");
+                 std::string("NCCL_PROTO as the run set it: a comma-separated list of ") + sim::NcclAllowed::kProtocolNames);
   }
   const sim::NcclTunerCostModel model(q.profile, q.profile.calibration);
   const auto only = sim::only_algorithm(q.algorithm);

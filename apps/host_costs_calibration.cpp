@@ -13,6 +13,7 @@
 #include "core/hardware/hardware_profile.hpp"
 #include "core/hardware/host_call_costs.hpp"
 #include "core/input/input_error.hpp"
+#include "core/metrics/metrics.hpp"
 
 namespace prefetchlab::apps {
 namespace {
@@ -39,12 +40,6 @@ const core::HostCallCost* find_row(const std::vector<core::HostCallCost>& rows, 
   return found;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 }  // namespace
 
 int run_host_costs_calibration(const HostCostsCalibrationOptions& o) {
@@ -63,42 +58,45 @@ int run_host_costs_calibration(const HostCostsCalibrationOptions& o) {
   header << "# Calibrated by `prefetchlab calibrate --from-host-costs` from " << o.costs
          << " (bench/host_costs/torch_call_host_costs.py, calls issued back to back):\n";
   for (const PricedCall& priced : kPricedCalls) {
-    // The smallest size timed `issue`: the host, not the wire, sets its pace.
-    std::optional<std::int64_t> bytes;
+    // The smallest size timed `issue`: the host, not the wire, sets its pace (of repeated rows,
+    // the last, as a rerun appended to the file would be).
+    const core::HostCallCost* issue = nullptr;
     for (const auto& row : rows) {
-      if (row.call == priced.call && row.way == "issue" && (!bytes || row.bytes_per_rank < *bytes)) bytes = row.bytes_per_rank;
+      if (row.call == priced.call && row.way == "issue" && (!issue || row.bytes_per_rank <= issue->bytes_per_rank)) {
+        issue = &row;
+      }
     }
-    if (!bytes) {
+    if (!issue) {
       std::printf("  %-16s not measured (no row timed `issue`)\n", priced.call);
       continue;
     }
-    const core::HostCallCost& issue = *find_row(rows, priced.call, "issue", *bytes);
+    const std::int64_t bytes = issue->bytes_per_rank;
     HostQuery query;
     query.call = priced.call;
     query.op = priced.op;
     query.ranks = 8;  // a host-only price does not depend on the group
-    query.bytes_per_rank = *bytes;
+    query.bytes_per_rank = bytes;
     query.timing = HostQuery::Timing::kHostOnly;
     const double default_us = simulated_host_us(profile, at_speed_one, query);
-    const double speed = default_us / issue.us_per_call;
+    const double speed = default_us / issue->us_per_call;
     speeds.push_back(speed);
     std::string profiled = "-";
-    if (const auto* p = find_row(rows, priced.call, "profiled", *bytes)) {
-      profiled = fmt("%+.1f us", p->us_per_call - issue.us_per_call);
-      if (const auto* s = find_row(rows, priced.call, "profiled_stack", *bytes)) {
-        profiled += fmt(" (%+.1f us with stacks)", s->us_per_call - issue.us_per_call);
+    if (const auto* p = find_row(rows, priced.call, "profiled", bytes)) {
+      profiled = fmt("%+.1f us", p->us_per_call - issue->us_per_call);
+      if (const auto* s = find_row(rows, priced.call, "profiled_stack", bytes)) {
+        profiled += fmt(" (%+.1f us with stacks)", s->us_per_call - issue->us_per_call);
       }
     }
-    std::printf("  %-16s %10lld %12.1f %14.1f %8.3f  %s\n", priced.call, static_cast<long long>(*bytes),
-                issue.us_per_call, default_us, speed, profiled.c_str());
-    header << "#   " << priced.call << ": " << fmt("%.1f", issue.us_per_call) << " us per call (line " << issue.line
+    std::printf("  %-16s %10lld %12.1f %14.1f %8.3f  %s\n", priced.call, static_cast<long long>(bytes),
+                issue->us_per_call, default_us, speed, profiled.c_str());
+    header << "#   " << priced.call << ": " << fmt("%.1f", issue->us_per_call) << " us per call (line " << issue->line
            << ") against the defaults' " << fmt("%.1f", default_us) << " us: speed " << fmt("%.3f", speed) << "\n";
   }
   if (speeds.empty()) {
     throw core::InputError({o.costs, 0}, "call", "has no all_gather, reduce_scatter or all_reduce row timed `issue`",
                            "rows of those calls with way `issue`, as bench/host_costs/torch_call_host_costs.py writes");
   }
-  const double host_speed = median(speeds);
+  const double host_speed = core::median(speeds);
   const double spread = *std::max_element(speeds.begin(), speeds.end()) / *std::min_element(speeds.begin(), speeds.end());
   std::printf("  => host_speed %.3f (median of %zu call(s)); every host cost of the profile is divided by it\n",
               host_speed, speeds.size());

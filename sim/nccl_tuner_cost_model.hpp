@@ -67,6 +67,9 @@ struct NcclAllowed {
   // protocols ("Simple,LL128"); false for an unknown name or an empty list.
   bool restrict_algorithms(std::string_view list);
   bool restrict_protocols(std::string_view list);
+  // The names each list takes, for messages.
+  static constexpr const char* kAlgorithmNames = "Ring, Tree, NVLS, NVLSTree, PAT";
+  static constexpr const char* kProtocolNames = "LL, LL128, Simple";
 };
 
 // The tuner's answer for one call.

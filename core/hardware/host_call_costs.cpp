@@ -31,13 +31,13 @@ std::vector<HostCallCost> parse_host_call_costs(std::string_view text, const std
     csv = parse_csv(std::string(text) + "\n");
   }
   if (csv.records.empty()) throw InputError({file, 0}, "", "is empty", std::string(kExpectedFile));
-  // Lines ended "\r\n" (a file saved on Windows) leave the '\r' on each record's last field.
-  for (CsvRecord& record : csv.records) {
-    if (!record.fields.empty() && record.fields.back().ends_with('\r')) record.fields.back().pop_back();
-  }
   if (csv.torn_tail) {
     const int line = csv.records.back().line + 1;
     throw InputError({file, line}, "", "ends inside a row (cut short, or an open quote)", std::string(kExpectedFile));
+  }
+  // Lines ended "\r\n" (a file saved on Windows) leave the '\r' on each record's last field.
+  for (CsvRecord& record : csv.records) {
+    if (!record.fields.empty() && record.fields.back().ends_with('\r')) record.fields.back().pop_back();
   }
   constexpr std::array<std::string_view, 4> kColumns = {"call", "bytes_per_rank", "way", "us_per_call"};
   std::array<std::size_t, 4> column{};

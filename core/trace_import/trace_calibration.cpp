@@ -5,16 +5,9 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/metrics/metrics.hpp"
+
 namespace prefetchlab::core {
-namespace {
-
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-}  // namespace
 
 int dtype_bytes(const std::string& dtype) {
   std::string d;
@@ -64,7 +57,7 @@ void fit_hook_terms(const TraceSet& set, TraceCalibration* out) {
     term.term = hook.term;
     term.function = inner ? hook.inner : wrapper;
     term.events = static_cast<std::int64_t>(own.size());
-    term.own_median_us = median_of(own);
+    term.own_median_us = median(own);
     term.value_us = term.own_median_us * speed;
     out->hook_terms.push_back(std::move(term));
   }
@@ -84,7 +77,7 @@ void fit_hook_terms(const TraceSet& set, TraceCalibration* out) {
     term.term = "host_backward_hook_setup_us";
     term.function = "_pre_forward_module_hook + _post_forward_module_hook";
     term.events = static_cast<std::int64_t>(std::min(pre_us.size(), post_us.size()));
-    term.own_median_us = median_of(pre_us) + median_of(post_us);
+    term.own_median_us = median(pre_us) + median(post_us);
     term.value_us = term.own_median_us * speed;
     out->hook_terms.push_back(std::move(term));
   }
@@ -145,7 +138,7 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
       f.kind = key.first;
       f.group_size = key.second;
       f.events = events[key];
-      for (const auto& [bytes, times] : by_size) f.points.push_back(FitPoint{bytes, median_of(times)});
+      for (const auto& [bytes, times] : by_size) f.points.push_back(FitPoint{bytes, median(times)});
       const double n = static_cast<double>(f.group_size);
       const double factor = (f.kind == CollectiveKind::kAllReduce ? 2.0 : 1.0) * (n - 1) / n;
       if (f.group_size < 2) {
@@ -201,7 +194,7 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
   }
   if (chosen != nullptr && !chosen->empty()) {
     out.host_call_events = static_cast<std::int64_t>(chosen->size());
-    out.host_call_median_us = median_of(*chosen);
+    out.host_call_median_us = median(*chosen);
     out.host_call_reference_us =
         out.host_call_kind == CollectiveKind::kAllReduce ? kAllReduceCallReferenceUs : kHostCallReferenceUs;
     if (out.host_call_median_us > 0) out.host_speed = out.host_call_reference_us / out.host_call_median_us;
@@ -212,7 +205,7 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
   }
   if (!launches.empty()) {
     out.launch_events = static_cast<std::int64_t>(launches.size());
-    out.launch_median_us = median_of(launches);
+    out.launch_median_us = median(launches);
   }
   for (const auto& rank : set.ranks) out.python_frames = out.python_frames || rank.python_function_events > 0;
   const bool python = out.python_frames;
