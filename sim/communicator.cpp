@@ -10,14 +10,24 @@ namespace prefetchlab::sim {
 
 Communicator::Communicator(EventEngine& engine, const CollectiveCostModel& cost_model, int ranks, int world_size,
                            int nodes, CollectiveListener& listener)
-    : engine_(engine),
+    : Communicator(std::vector<EventEngine*>(static_cast<std::size_t>(ranks), &engine), cost_model, world_size, nodes,
+                   listener) {}
+
+Communicator::Communicator(std::vector<EventEngine*> rank_engines, const CollectiveCostModel& cost_model,
+                           int world_size, int nodes, CollectiveListener& listener)
+    : engines_(std::move(rank_engines)),
       cost_model_(cost_model),
-      ranks_(ranks),
+      ranks_(static_cast<int>(engines_.size())),
       world_size_(world_size),
       nodes_(nodes),
       listener_(listener),
-      issued_(static_cast<std::size_t>(ranks)),
-      issued_base_(static_cast<std::size_t>(ranks), 0) {}
+      issued_(engines_.size()),
+      issued_base_(engines_.size(), 0) {
+  if (std::any_of(engines_.begin(), engines_.end(), [&](const EventEngine* e) { return e != engines_.front(); })) {
+    ports_.reserve(engines_.size());  // stays put: engines hold the ports' addresses
+    for (int r = 0; r < ranks_; ++r) ports_.emplace_back(*this, r);
+  }
+}
 
 std::int64_t Communicator::issue(int rank, const CollectiveCall& call) {
   auto& calls = issued_[static_cast<std::size_t>(rank)];
@@ -62,8 +72,12 @@ void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
   Slot& s = slot(seq);
   if (arrived(seq, rank)) throw std::logic_error("rank arrived twice at a collective");
   arrived(seq, rank) = &stream;
+  const TimeNs now = engine_of(rank).now_ns();
+  if (s.arrivals == 0 || now > open_latest_arrival_ns_) open_latest_arrival_ns_ = now;
+  open_seq_ = seq;
   s.computing = s.computing || listener_.computing_at_arrival(rank);
   if (++s.arrivals < ranks_) return;
+  open_seq_ = -1;
 
   // Everyone is here: the calls must be the same collective, or real NCCL would hang (or
   // corrupt memory) — stop the world and say where.
@@ -73,36 +87,63 @@ void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
     if (other.kind != reference.kind || other.bytes != reference.bytes) {
       CollectiveMismatch m;
       m.seq = seq;
+      m.time_ns = open_latest_arrival_ns_;
       for (int q = 0; q < ranks_; ++q) {
         m.ranks.push_back(q);
         m.calls.push_back(call(q, seq));
       }
       mismatch_ = std::move(m);
-      engine_.stop();
+      engine_of(rank).stop();
       return;
     }
   }
-  s.start_ns = engine_.now_ns();
+  start(seq, reference);
+}
+
+// It starts at the last arrival in time: where ranks run apart, the last to arrive in the order
+// they were run need not be the latest.
+void Communicator::start(std::int64_t seq, const CollectiveCall& reference) {
+  Slot& s = slot(seq);
+  s.start_ns = open_latest_arrival_ns_;
   const TimeNs base_ns = cost_model_.duration_ns({reference.kind, reference.bytes, world_size_, nodes_});
   // The communicator's FIFO: every rank's NCCL stream is inside the running collective, so the
   // next one cannot have arrived everywhere yet.
   if (running_.seq >= 0) throw std::logic_error("two collectives running on one communicator");
   const double stretch = listener_.on_collective_start(seq, reference, s.computing);
-  running_ = Running{seq, static_cast<double>(base_ns), 0.0, engine_.now_ns(), stretch, running_.generation + 1};
-  engine_.schedule_after(static_cast<TimeNs>(std::llround(static_cast<double>(base_ns) * stretch)), *this,
-                         seq * kGenerations + running_.generation % kGenerations);
+  running_ = Running{seq, static_cast<double>(base_ns), 0.0, s.start_ns, stretch, running_.generation + 1};
+  const TimeNs duration_ns = static_cast<TimeNs>(std::llround(static_cast<double>(base_ns) * stretch));
+  if (!ranks_apart()) {
+    for (int r = 0; r < ranks_; ++r) listener_.on_rank_collective_start(r);
+    engines_.front()->schedule_after(duration_ns, *this, seq * kGenerations + running_.generation % kGenerations);
+    return;
+  }
+  // Every other rank has run no further than this start (horizon_ns): one that is there now
+  // starts it at once, as it would have with all ranks in one queue; one still behind gets it
+  // as an event at that time.
+  for (int r = 0; r < ranks_; ++r) {
+    EventEngine& engine = engine_of(r);
+    auto& port = ports_[static_cast<std::size_t>(r)];
+    if (engine.now_ns() == s.start_ns) {
+      listener_.on_rank_collective_start(r);
+    } else {
+      engine.schedule_at(s.start_ns, port, seq * 2);
+    }
+    engine.schedule_at(s.start_ns + duration_ns, port, seq * 2 + 1);
+  }
 }
 
 void Communicator::set_slowdown(double slowdown) {
   if (running_.seq < 0 || slowdown == running_.slowdown) return;
-  const TimeNs now = engine_.now_ns();
+  if (ranks_apart()) throw std::logic_error("a collective re-timed while ranks run apart");
+  EventEngine& engine = *engines_.front();
+  const TimeNs now = engine.now_ns();
   running_.done_work_ns += static_cast<double>(now - running_.progress_at_ns) / running_.slowdown;
   running_.progress_at_ns = now;
   running_.slowdown = slowdown;
   ++running_.generation;
   const double remaining = std::max(0.0, running_.work_ns - running_.done_work_ns);
-  engine_.schedule_after(static_cast<TimeNs>(std::ceil(remaining * slowdown - 1e-9)), *this,
-                         running_.seq * kGenerations + running_.generation % kGenerations);
+  engine.schedule_after(static_cast<TimeNs>(std::ceil(remaining * slowdown - 1e-9)), *this,
+                        running_.seq * kGenerations + running_.generation % kGenerations);
 }
 
 void Communicator::on_event(std::int64_t tag) {
@@ -110,9 +151,33 @@ void Communicator::on_event(std::int64_t tag) {
   if (seq != running_.seq || tag % kGenerations != running_.generation % kGenerations) return;  // rescheduled
   running_.seq = -1;
   Slot& s = slot(seq);
-  listener_.on_collective_done(seq, call(0, seq), s.start_ns, engine_.now_ns());
+  const CollectiveCall& c = call(0, seq);
+  const TimeNs end_ns = engines_.front()->now_ns();
+  listener_.on_collective_done(seq, c, s.start_ns, end_ns);
+  for (int r = 0; r < ranks_; ++r) listener_.on_rank_collective_done(r, seq, c, s.start_ns, end_ns);
   for (int r = 0; r < ranks_; ++r) arrived(seq, r)->collective_done();
   forget_through(seq);
+}
+
+void Communicator::on_rank_event(int rank, std::int64_t tag) {
+  const std::int64_t seq = tag / 2;
+  if (tag % 2 == 0) {
+    listener_.on_rank_collective_start(rank);
+    return;
+  }
+  Slot& s = slot(seq);
+  const CollectiveCall& c = call(0, seq);
+  const TimeNs end_ns = engine_of(rank).now_ns();
+  listener_.on_rank_collective_done(rank, seq, c, s.start_ns, end_ns);
+  // The last rank to leave frees the communicator before its stream moves on: that may reach
+  // the next collective, and be its last arrival.
+  const bool last = ++s.done == ranks_;
+  if (last) {
+    running_.seq = -1;
+    listener_.on_collective_done(seq, c, s.start_ns, end_ns);
+  }
+  arrived(seq, rank)->collective_done();
+  if (last) forget_through(seq);
 }
 
 std::vector<int> Communicator::ranks_waiting() const {

@@ -6,6 +6,7 @@
 // collectives (kind or size) are a *collective mismatch*: the hang a real job would suffer,
 // reported with where it happened.
 #include <cstdint>
+#include <climits>
 #include <deque>
 #include <optional>
 #include <string>
@@ -31,13 +32,15 @@ struct CollectiveCall {
 
 struct CollectiveMismatch {
   std::int64_t seq = 0;  // position in the communicator's issue order
+  TimeNs time_ns = 0;    // the last arrival's, when the hang shows
   std::vector<int> ranks;
   std::vector<CollectiveCall> calls;  // per rank in `ranks`
 };
 
 // Told when a collective starts (everyone arrived) and ends; the start hook returns a factor that
 // stretches the collective (contention with compute: Lee et al., arXiv:2507.03114;
-// NVIDIA/nccl #1433).
+// NVIDIA/nccl #1433). The per-rank hooks come at that instant of each rank's own timeline: all at
+// once where ranks share one event engine, each from its own queue where they run apart.
 class CollectiveListener {
  public:
   // Whether rank `rank`'s compute stream runs a kernel as the rank reaches a collective: taken at
@@ -46,8 +49,11 @@ class CollectiveListener {
   virtual bool computing_at_arrival(int rank) = 0;
   // `computing`: some rank was computing at its arrival.
   virtual double on_collective_start(std::int64_t seq, const CollectiveCall& call, bool computing) = 0;
+  virtual void on_rank_collective_start(int /*rank*/) {}
   virtual void on_collective_done(std::int64_t seq, const CollectiveCall& call, TimeNs start_ns,
                                   TimeNs end_ns) = 0;
+  virtual void on_rank_collective_done(int /*rank*/, std::int64_t /*seq*/, const CollectiveCall& /*call*/,
+                                       TimeNs /*start_ns*/, TimeNs /*end_ns*/) {}
 
  protected:
   ~CollectiveListener() = default;
@@ -59,6 +65,13 @@ class Communicator final : public EventHandler {
   // nodes. They differ where one rank stands for identical others (rank_symmetry.hpp).
   Communicator(EventEngine& engine, const CollectiveCostModel& cost_model, int ranks, int world_size, int nodes,
                CollectiveListener& listener);
+  // Each rank with its own event engine (`rank_engines[r]`, one per member): ranks run apart
+  // between the points where they meet (World's rank-by-rank order), so a collective's start
+  // and end reach each rank as events in its own queue, and horizon_ns() says how far a rank
+  // may run before the collective it waits in could start. Where every entry is one engine this
+  // is the constructor above.
+  Communicator(std::vector<EventEngine*> rank_engines, const CollectiveCostModel& cost_model, int world_size,
+               int nodes, CollectiveListener& listener);
 
   // Rank `rank` issues its next collective (host time); returns the call's sequence number.
   std::int64_t issue(int rank, const CollectiveCall& call);
@@ -77,6 +90,19 @@ class Communicator final : public EventHandler {
 
   void on_event(std::int64_t tag) override;
 
+  // Until when rank `rank` may run on its own: the earliest the collective it has reached (and
+  // others not yet) can start, which is the latest arrival so far (it starts at the last one);
+  // kNoHorizon when the rank waits in no collective that has yet to start. Its events before
+  // this time cannot be touched by any other rank.
+  static constexpr TimeNs kNoHorizon = INT64_MAX;
+  TimeNs horizon_ns(int rank) const {
+    if (open_seq_ < 0 || !arrived_[static_cast<std::size_t>(open_seq_ - slot_base_) * static_cast<std::size_t>(ranks_) +
+                                   static_cast<std::size_t>(rank)]) {
+      return kNoHorizon;
+    }
+    return open_latest_arrival_ns_;
+  }
+
   // The running collective runs `slowdown` times slower from now on (1 = its modelled time);
   // its remaining work is rescheduled at the new speed. No-op when none runs.
   void set_slowdown(double slowdown);
@@ -84,9 +110,25 @@ class Communicator final : public EventHandler {
  private:
   struct Slot {
     int arrivals = 0;
+    int done = 0;            // ranks told of its end (ranks apart)
     bool computing = false;  // some rank's compute stream ran a kernel at its arrival
     TimeNs start_ns = 0;
   };
+  // A rank's own view of the communicator where ranks run apart: the start and end of a
+  // collective arrive as events in that rank's queue (tag = seq * 2 + 1 for the end).
+  class RankPort final : public EventHandler {
+   public:
+    RankPort(Communicator& communicator, int rank) : communicator_(&communicator), rank_(rank) {}
+    void on_event(std::int64_t tag) override { communicator_->on_rank_event(rank_, tag); }
+
+   private:
+    Communicator* communicator_;
+    int rank_;
+  };
+  bool ranks_apart() const { return !ports_.empty(); }
+  EventEngine& engine_of(int rank) const { return *engines_[static_cast<std::size_t>(rank)]; }
+  void start(std::int64_t seq, const CollectiveCall& reference);
+  void on_rank_event(int rank, std::int64_t tag);
   // The collective in progress: modelled work, the part done (at full speed) as of
   // `progress_at_ns`, its current slowdown, and a generation that tells a rescheduled
   // completion from the superseded one (event tag = seq * kGenerations + generation).
@@ -111,7 +153,8 @@ class Communicator final : public EventHandler {
   // whose calls are not kept) calls.
   void forget_through(std::int64_t seq);
 
-  EventEngine& engine_;
+  std::vector<EventEngine*> engines_;  // per rank; every entry the same one unless ranks run apart
+  std::vector<RankPort> ports_;        // per rank where ranks run apart, else empty
   const CollectiveCostModel& cost_model_;
   int ranks_;
   int world_size_;
@@ -125,6 +168,10 @@ class Communicator final : public EventHandler {
   std::deque<Stream*> arrived_;                     // by seq from slot_base_, then rank
   std::optional<CollectiveMismatch> mismatch_;
   Running running_;
+  // The collective some ranks reached and that has yet to start (-1: none), and its latest
+  // arrival so far.
+  std::int64_t open_seq_ = -1;
+  TimeNs open_latest_arrival_ns_ = 0;
 };
 
 }  // namespace prefetchlab::sim

@@ -28,6 +28,8 @@ class EventEngine {
 
   TimeNs now_ns() const { return now_ns_; }
   bool empty() const { return pending_.empty(); }
+  // The earliest pending event's time; there must be one.
+  TimeNs next_time_ns() const { return pending_.min_time_ns(); }
   std::uint64_t events_processed() const { return processed_; }
 
   // Runs the earliest event; false when none is left.
@@ -35,6 +37,7 @@ class EventEngine {
   // Runs until no event is left or `stop()` is called from a handler.
   void run();
   void stop() { stopped_ = true; }
+  void resume() { stopped_ = false; }  // after the caller has seen the stop
   bool stopped() const { return stopped_; }
 
  private:

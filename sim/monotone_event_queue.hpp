@@ -34,6 +34,15 @@ class MonotoneEventQueue {
   }
   // The time of the last pop: pushes must not be earlier (the caller checks).
   std::int64_t last_time_ns() const { return last_ns_; }
+  // The earliest item's time without popping it (nor moving anything, so pushes at any time
+  // from last_time_ns() on stay valid); the queue must not be empty.
+  std::int64_t min_time_ns() const {
+    if (!now_bucket_.empty()) return last_ns_;
+    const std::vector<Item>& lowest = buckets_[static_cast<std::size_t>(std::countr_zero(nonempty_))];
+    std::int64_t min_ns = lowest.front().time_ns;
+    for (const Item& item : lowest) min_ns = item.time_ns < min_ns ? item.time_ns : min_ns;
+    return min_ns;
+  }
 
   void push(const Item& item) {
     const int b = bucket_of(item.time_ns);

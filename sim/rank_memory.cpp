@@ -49,9 +49,12 @@ std::optional<core::BlockHandle> RankMemory::allocate(std::int64_t bytes, Stream
                                                       core::MemoryUse use) {
   report_progress();
   const std::int64_t peak_before = peak_reserved_bytes();
+  const std::int64_t retries_before = allocator_.stats().num_alloc_retries;
   core::MallocResult result = allocator_.malloc(static_cast<std::uint64_t>(bytes), id_of(stream));
+  const bool retried = allocator_.stats().num_alloc_retries != retries_before;
   if (!result) {
     oom_ = result.oom;
+    if (keeps_history_ && retried) history_.push_back({now_ns, peak_breakdown_, allocator_.stats().num_alloc_retries});
     return std::nullopt;
   }
   const core::BlockHandle block = *result.block;
@@ -69,9 +72,23 @@ std::optional<core::BlockHandle> RankMemory::allocate(std::int64_t bytes, Stream
                        live_by_use_[static_cast<int>(core::MemoryUse::kActivations)],
                        live_by_use_[static_cast<int>(core::MemoryUse::kGatheredParams)],
                        live_by_use_[static_cast<int>(core::MemoryUse::kGradients)]};
+    if (keeps_history_) history_.push_back({now_ns, peak_breakdown_, allocator_.stats().num_alloc_retries});
+  } else if (keeps_history_ && retried) {
+    history_.push_back({now_ns, peak_breakdown_, allocator_.stats().num_alloc_retries});
   }
   note(now_ns);
   return result.block;
+}
+
+void RankMemory::forget_history_through(TimeNs time_ns) {
+  const auto end = std::find_if(history_.begin(), history_.end(), [&](const State& s) { return s.time_ns > time_ns; });
+  if (end != history_.begin()) history_base_ = *(end - 1);
+  history_.erase(history_.begin(), end);
+}
+
+const RankMemory::State& RankMemory::state_at(TimeNs time_ns) const {
+  const auto after = std::find_if(history_.begin(), history_.end(), [&](const State& s) { return s.time_ns > time_ns; });
+  return after == history_.begin() ? history_base_ : *(after - 1);
 }
 
 void RankMemory::forget_block(core::BlockHandle block) {
@@ -94,9 +111,11 @@ void RankMemory::free_after(core::BlockHandle block, const Stream& used_on, Time
   note(now_ns);
 }
 
-void RankMemory::take_timeline(std::vector<core::MemoryPoint>& out) {
-  out.insert(out.end(), timeline_.begin(), timeline_.end());
-  timeline_.clear();
+void RankMemory::take_timeline(std::vector<core::MemoryPoint>& out, std::int64_t through_ns) {
+  const auto end = std::find_if(timeline_.begin(), timeline_.end(),
+                                [&](const core::MemoryPoint& p) { return p.time_ns > through_ns; });
+  out.insert(out.end(), timeline_.begin(), end);
+  timeline_.erase(timeline_.begin(), end);
 }
 
 }  // namespace prefetchlab::sim

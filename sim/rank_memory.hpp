@@ -5,6 +5,7 @@
 // tensor of ZeRO-3 goes through here, so allocated vs reserved, fragmentation and OOM are the
 // allocator's, not an estimate (PyTorch's c10/cuda/CUDACachingAllocator.cpp; what DeepSpeed
 // allocates where: partition_parameters.py, stage3.py).
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -42,9 +43,17 @@ class RankMemory {
   // it is the whole run's).
   const core::PeakMemoryBreakdown& peak_breakdown() const { return peak_breakdown_; }
 
-  // Appends the timeline points recorded since the last call (memory.csv), in time order, to
-  // `out`; the internal buffer keeps its capacity for the next iteration.
-  void take_timeline(std::vector<core::MemoryPoint>& out);
+  // Moves the timeline points recorded since the last call (memory.csv) up to `through_ns` (all
+  // by default), in time order, to `out`; the internal buffer keeps its capacity.
+  void take_timeline(std::vector<core::MemoryPoint>& out, std::int64_t through_ns = INT64_MAX);
+
+  // The peak breakdown and allocator retries as they stood at a past time, for a world that
+  // stops at a time this rank has run past (ranks run apart: World's EventOrder). Kept from
+  // keep_history() on, each change with its time, and dropped up to forget_history_through().
+  void keep_history() { keeps_history_ = true; }
+  void forget_history_through(TimeNs time_ns);
+  core::PeakMemoryBreakdown peak_breakdown_at(TimeNs time_ns) const { return state_at(time_ns).peak; }
+  std::int64_t alloc_retries_at(TimeNs time_ns) const { return state_at(time_ns).alloc_retries; }
 
  private:
   static core::StreamId id_of(StreamKind kind);
@@ -63,6 +72,15 @@ class RankMemory {
   std::int64_t live_by_use_[core::kMemoryUses] = {};
   core::PeakMemoryBreakdown peak_breakdown_;
   void forget_block(core::BlockHandle block);
+  struct State {
+    TimeNs time_ns = 0;  // from when it held
+    core::PeakMemoryBreakdown peak;
+    std::int64_t alloc_retries = 0;
+  };
+  const State& state_at(TimeNs time_ns) const;
+  bool keeps_history_ = false;
+  State history_base_;           // the state before history_'s first change
+  std::vector<State> history_;   // each change since, in time order
 };
 
 }  // namespace prefetchlab::sim

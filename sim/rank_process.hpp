@@ -148,7 +148,10 @@ class RankProcess final : public StreamObserver {
   void forget_before_iteration(std::int32_t i);
   const EventTable& events() const { return events_; }
   const RankMemory& memory() const { return *memory_; }
-  void take_memory_timeline(std::vector<core::MemoryPoint>& out) { memory_->take_timeline(out); }
+  RankMemory& memory() { return *memory_; }
+  void take_memory_timeline(std::vector<core::MemoryPoint>& out, TimeNs through_ns = INT64_MAX) {
+    memory_->take_timeline(out, through_ns);
+  }
   // Set when an allocation failed on this rank: where and what (the run then stops, exit 4).
   const std::optional<std::string>& out_of_memory() const { return out_of_memory_; }
   const core::Coordinator& coordinator() const { return coordinator_; }

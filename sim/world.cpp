@@ -13,7 +13,8 @@
 
 namespace prefetchlab::sim {
 
-World::World(const core::Scenario& scenario, bool record_trace, RankSimulation rank_simulation)
+World::World(const core::Scenario& scenario, bool record_trace, RankSimulation rank_simulation,
+             EventOrder event_order)
     : scenario_(scenario),
       collapse_(plan_rank_collapse(scenario, rank_simulation)),
       trace_(record_trace),
@@ -29,14 +30,20 @@ World::World(const core::Scenario& scenario, bool record_trace, RankSimulation r
   const int simulated = collapse_.simulated_ranks;
   agreement_ = std::make_unique<AgreementBoard>(simulated);
   shared_.agreement = agreement_.get();
-  communicator_ = std::make_unique<Communicator>(engine_, *cost_model_, simulated, world_size,
+  const auto& calibration = scenario.cluster.calibration;
+  const bool shares_cores =
+      calibration.contention_model == core::CalibrationConstants::ContentionModel::kSharedCores;
+  const bool apart = event_order == EventOrder::kRankByRank && simulated > 1 && !shares_cores;
+  for (int r = 0; r < (apart ? simulated : 1); ++r) engines_.push_back(std::make_unique<EventEngine>());
+  std::vector<EventEngine*> rank_engines;
+  for (int r = 0; r < simulated; ++r) rank_engines.push_back(engines_[apart ? static_cast<std::size_t>(r) : 0].get());
+  communicator_ = std::make_unique<Communicator>(rank_engines, *cost_model_, world_size,
                                                  static_cast<int>(scenario.cluster.nodes), *this);
   // Only traced ranks' calls are read after they finish (trace.json names what they moved).
   std::vector<char> keep_calls(static_cast<std::size_t>(simulated), 0);
   for (int r = 0; r < simulated; ++r) keep_calls[static_cast<std::size_t>(r)] = trace_.records_rank(r) ? 1 : 0;
   communicator_->keep_calls_of(std::move(keep_calls));
-  const auto& calibration = scenario.cluster.calibration;
-  if (calibration.contention_model == core::CalibrationConstants::ContentionModel::kSharedCores) {
+  if (shares_cores) {
     shared_cores_ = std::make_unique<SharedCores>(calibration.shared_cores, world_size,
                                                   static_cast<int>(scenario.cluster.gpus_per_node),
                                                   calibration.shared_cores_collective_penalty, *communicator_);
@@ -46,8 +53,12 @@ World::World(const core::Scenario& scenario, bool record_trace, RankSimulation r
   ranks_done_.assign(static_cast<std::size_t>(iterations) + 1, 0);
   try {
     for (int r = 0; r < simulated; ++r) {
-      ranks_.push_back(std::make_unique<RankProcess>(r, engine_, resumer_, *communicator_, shared_, *this,
+      ranks_.push_back(std::make_unique<RankProcess>(r, *rank_engines[static_cast<std::size_t>(r)], resumer_,
+                                                     *communicator_, shared_, *this,
                                                      r * (iterations + 1)));
+    }
+    if (apart) {
+      for (auto& rank : ranks_) rank->memory().keep_history();
     }
   } catch (const core::MissingSampleColumn& e) {
     throw core::InputError({scenario.file.string(), 0}, "controller.policy",
@@ -81,9 +92,9 @@ std::vector<int> World::rows_for(int rank, const std::vector<char>& world_mask) 
   return ranks;
 }
 
-void World::take_memory_timeline(RankProcess& rank, bool skip_empty) {
+void World::take_memory_timeline(RankProcess& rank, bool skip_empty, TimeNs through_ns) {
   memory_points_.clear();  // reused: its capacity carries over to the next iteration
-  rank.take_memory_timeline(memory_points_);
+  rank.take_memory_timeline(memory_points_, through_ns);
   const std::vector<int> rows = rows_for(rank.rank(), trace_rank_mask_);
   const std::size_t count = memory_points_.size();
   for (const int row_rank : rows) {
@@ -104,32 +115,36 @@ bool World::computing_at_arrival(int rank) {
 
 double World::on_collective_start(std::int64_t, const CollectiveCall&, bool computing) {
   if (shared_cores_) return shared_cores_->collective_started();
-  const auto& calibration = scenario_.cluster.calibration;
-  for (auto& rank : ranks_) rank->compute_stream().set_slowdown(1.0 + calibration.contention_compute_factor);
-  return computing ? 1.0 + calibration.contention_collective_factor : 1.0;
+  return computing ? 1.0 + scenario_.cluster.calibration.contention_collective_factor : 1.0;
 }
 
-void World::on_collective_done(std::int64_t seq, const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns) {
+void World::on_rank_collective_start(int rank) {
+  if (shared_cores_) return;
+  ranks_[static_cast<std::size_t>(rank)]->compute_stream().set_slowdown(
+      1.0 + scenario_.cluster.calibration.contention_compute_factor);
+}
+
+void World::on_collective_done(std::int64_t, const CollectiveCall&, TimeNs, TimeNs) {
   if (shared_cores_) shared_cores_->collective_finished();
-  for (auto& rank : ranks_) {
-    if (!shared_cores_) rank->compute_stream().set_slowdown(1.0);
-    rank->on_collective_done(call, start_ns, end_ns);
-  }
-  if (!trace_.enabled()) return;
-  for (auto& rank : ranks_) {
-    if (!trace_.records_rank(rank->rank())) continue;
-    TraceSpan span;
-    span.start_ns = start_ns;
-    span.duration_ns = end_ns - start_ns;
-    span.rank = rank->rank();
-    span.label = call.label;
-    span.iteration = call.iteration;
-    span.collective_seq = seq;
-    span.track = Track::kNccl;
-    span.kind = SpanKind::kCollective;
-    span.phase = static_cast<std::uint8_t>(call.phase);
-    trace_.add(span);
-  }
+}
+
+void World::on_rank_collective_done(int rank, std::int64_t seq, const CollectiveCall& call, TimeNs start_ns,
+                                    TimeNs end_ns) {
+  RankProcess& process = *ranks_[static_cast<std::size_t>(rank)];
+  if (!shared_cores_) process.compute_stream().set_slowdown(1.0);
+  process.on_collective_done(call, start_ns, end_ns);
+  if (!trace_.enabled() || !trace_.records_rank(rank)) return;
+  TraceSpan span;
+  span.start_ns = start_ns;
+  span.duration_ns = end_ns - start_ns;
+  span.rank = rank;
+  span.label = call.label;
+  span.iteration = call.iteration;
+  span.collective_seq = seq;
+  span.track = Track::kNccl;
+  span.kind = SpanKind::kCollective;
+  span.phase = static_cast<std::uint8_t>(call.phase);
+  trace_.add(span);
 }
 
 // Bytes a span takes in trace.json, an estimate on the high side: Llama-2-70B on 32 ranks
@@ -208,20 +223,27 @@ void World::on_event(std::int64_t tag) {
   const auto per_rank = static_cast<std::int64_t>(ranks_done_.size());
   const auto iteration = static_cast<std::size_t>(tag % per_rank);
   ++ranks_done_[iteration];
-  finalize_ready_iterations();
+  // Where ranks run apart, the run loop finalizes once no rank can still stop before the
+  // iteration's end (ranks_apart_finalize).
+  if (!ranks_apart()) finalize_ready_iterations(INT64_MAX);
 }
 
-void World::finalize_ready_iterations() {
+void World::finalize_ready_iterations(TimeNs through_ns) {
   while (finalized_ + 1 < static_cast<std::int32_t>(ranks_done_.size()) &&
-         ranks_done_[static_cast<std::size_t>(finalized_ + 1)] == ranks()) {
+         ranks_done_[static_cast<std::size_t>(finalized_ + 1)] == ranks() &&
+         (through_ns == INT64_MAX || iteration_end_ns(finalized_ + 1) <= through_ns)) {
     ++finalized_;
     std::vector<core::TimingSample> samples;
     std::vector<core::BucketRecord> buckets;
     const bool with_samples = !sink_ || !sink_->on_iteration || sink_->wants_samples;
     const core::IterationRecord record = combine(finalized_, with_samples, samples, buckets);
+    // Where ranks run apart some may be past this iteration's end already: they give their
+    // timeline up to it, as they would have with every rank in one queue.
+    const TimeNs timeline_through_ns = ranks_apart() ? iteration_end_ns(finalized_) : INT64_MAX;
     for (auto& rank : ranks_) {
       rank->forget_before_iteration(finalized_);
-      take_memory_timeline(*rank, false);
+      take_memory_timeline(*rank, false, timeline_through_ns);
+      rank->memory().forget_history_through(timeline_through_ns);
     }
     result_.metrics.iterations.push_back(record);
     // With a sink the rows are streamed out; keeping them too would grow without bound.
@@ -233,6 +255,14 @@ void World::finalize_ready_iterations() {
       result_.metrics.buckets.insert(result_.metrics.buckets.end(), buckets.begin(), buckets.end());
     }
   }
+}
+
+TimeNs World::iteration_end_ns(std::int32_t iteration) const {
+  TimeNs end_ns = 0;
+  for (const auto& rank : ranks_) {
+    end_ns = std::max(end_ns, rank->events().signaled_ns(rank->iteration(iteration).iteration_end_event));
+  }
+  return end_ns;
 }
 
 core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
@@ -345,6 +375,9 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
   sink_ = &sink;
   sample_mask_ = simulated_rank_mask(sink.sample_rank_mask);
   result_ = WorldResult{};
+  stop_ns_ = INT64_MAX;
+  stopped_rank_ = -1;
+  stop_at_mismatch_ = false;
   result_.ranks = collapse_;
   const auto& training = scenario_.training;
   result_.metrics.facts.ranks = collapse_.world_size;
@@ -361,34 +394,31 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
   for (auto& rank : ranks_) tasks.push_back(rank->run());
   for (auto& task : tasks) task.start();
 
-  std::uint64_t since_check = 0;
-  while (engine_.run_one()) {
-    if (interrupt && ++since_check == 4096) {
-      since_check = 0;
-      if (interrupt->load(std::memory_order_relaxed)) {
-        result_.status = core::RunStatus::kInterrupted;
-        result_.message = "interrupted after " + std::to_string(finalized_) + " finished iterations";
-        break;
-      }
-    }
-    if (communicator_->mismatch()) break;
-    if (engine_.stopped()) break;  // a rank ran out of memory
+  if (!run_events(interrupt)) {
+    result_.status = core::RunStatus::kInterrupted;
+    result_.message = "interrupted after " + std::to_string(finalized_) + " finished iterations";
   }
   for (auto& task : tasks) task.rethrow_if_failed();
-  result_.events_processed = engine_.events_processed();
+  for (const auto& engine : engines_) result_.events_processed += engine->events_processed();
   // What the unfinished iteration recorded (an OOM, a hang, an interrupt) still goes out: the
   // memory timeline up to the stop is what explains it.
-  for (auto& rank : ranks_) take_memory_timeline(*rank, true);
+  // Ranks that ran ahead of a stop give their timeline up to it, as one queue would have run.
+  for (auto& rank : ranks_) take_memory_timeline(*rank, true, stop_ns_);
   for (const auto& rank : ranks_) {
     const RankMemory& memory = rank->memory();
-    result_.metrics.num_alloc_retries = std::max(
-        result_.metrics.num_alloc_retries, static_cast<std::int64_t>(memory.allocator().stats().num_alloc_retries));
-    const core::PeakMemoryBreakdown& peak = memory.peak_breakdown();
+    // As they stood at a stop that ranks ahead of it had run past.
+    const bool at_stop = stop_ns_ != INT64_MAX;
+    const auto retries = at_stop ? memory.alloc_retries_at(stop_ns_) : memory.allocator().stats().num_alloc_retries;
+    result_.metrics.num_alloc_retries = std::max(result_.metrics.num_alloc_retries, static_cast<std::int64_t>(retries));
+    const core::PeakMemoryBreakdown peak = at_stop ? memory.peak_breakdown_at(stop_ns_) : memory.peak_breakdown();
     if (!result_.metrics.peak_memory || peak.reserved_bytes > result_.metrics.peak_memory->reserved_bytes) {
       result_.metrics.peak_memory = peak;
     }
   }
-  const auto oom_rank = std::find_if(ranks_.begin(), ranks_.end(), [](const auto& r) { return r->out_of_memory(); });
+  // The first rank to run out, in time (where ranks ran apart, several may have).
+  const auto oom_rank = stopped_rank_ >= 0 && ranks_[static_cast<std::size_t>(stopped_rank_)]->out_of_memory()
+                            ? ranks_.begin() + stopped_rank_
+                            : std::find_if(ranks_.begin(), ranks_.end(), [](const auto& r) { return r->out_of_memory(); });
   if (oom_rank != ranks_.end()) {
     result_.status = core::RunStatus::kOutOfMemory;
     result_.message = *(*oom_rank)->out_of_memory();
@@ -410,6 +440,90 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
   }
   sink_ = nullptr;
   return std::move(result_);
+}
+
+bool World::stopping() const {
+  return communicator_->mismatch() ||
+         std::any_of(engines_.begin(), engines_.end(), [](const auto& engine) { return engine->stopped(); });
+}
+
+bool World::run_events(const std::atomic<bool>* interrupt) {
+  std::uint64_t since_check = 0;
+  const auto interrupted = [&] {
+    if (!interrupt || ++since_check < 4096) return false;
+    since_check = 0;
+    return interrupt->load(std::memory_order_relaxed);
+  };
+  if (!ranks_apart()) {
+    EventEngine& engine = *engines_.front();
+    while (engine.run_one()) {
+      if (interrupted()) return false;
+      if (stopping()) break;  // a rank ran out of memory, or a mismatch
+    }
+    return true;
+  }
+  // Rank by rank, each as far as it can go alone: up to the start of a collective it waits in
+  // (the latest arrival so far), or without bound when it waits in none. A rank that has not
+  // reached the collective yet will, so each sweep moves every rank about one collective on.
+  // When no rank can move, the collective they wait in will never start (some rank never
+  // issues it): every rank then runs out its queue, as one queue would have, and the world
+  // reports the hang.
+  //
+  // A rank that stops the world (out of memory, a mismatch at its arrival) does so at its own
+  // time: the others, some behind it, first run up to that time, and the earliest stop is the
+  // one reported, as in one queue. An iteration is finalized (written out) only once every rank
+  // is past its end, so a stop before that end, found later, leaves it out as one queue would.
+  bool unbounded = false;
+  for (;;) {
+    bool moved = false;
+    for (std::size_t r = 0; r < engines_.size(); ++r) {
+      EventEngine& engine = *engines_[r];
+      const int rank = static_cast<int>(r);
+      const RankProcess& process = *ranks_[r];
+      while (!engine.empty() && !process.out_of_memory()) {
+        const bool bounded = !unbounded && communicator_->horizon_ns(rank) != Communicator::kNoHorizon;
+        if ((bounded || stop_ns_ != INT64_MAX) &&
+            (engine.next_time_ns() > stop_ns_ - (stop_at_mismatch_ ? 1 : 0) ||
+             (bounded && engine.next_time_ns() >= communicator_->horizon_ns(rank)))) {
+          break;
+        }
+        const bool mismatched = communicator_->mismatch().has_value();
+        engine.run_one();
+        moved = true;
+        if (interrupted()) return false;
+        if (!engine.stopped()) continue;
+        // This rank ran out of memory, or its arrival showed a mismatch. It stops the world at
+        // its time unless an earlier stop is found; the rank that found a mismatch runs on up to
+        // it like the others (its arrival may have come before the last one in time).
+        engine.resume();
+        const bool out_of_memory = process.out_of_memory().has_value();
+        if (!out_of_memory && mismatched) continue;
+        const TimeNs stop_ns = out_of_memory ? engine.now_ns() : communicator_->mismatch()->time_ns;
+        if (stop_ns < stop_ns_ || (stop_ns == stop_ns_ && rank < stopped_rank_)) {
+          stop_ns_ = stop_ns;
+          stopped_rank_ = rank;
+          // A mismatch shows at its last arrival, an event every rank has run: what the
+          // others have at that time comes after it. An out-of-memory shows inside an event of
+          // its own: the others run that time's events up to their own (identical ranks stop
+          // at the same allocation).
+          stop_at_mismatch_ = !out_of_memory;
+        }
+      }
+    }
+    if (stop_ns_ == INT64_MAX) {
+      TimeNs everyone_past_ns = INT64_MAX;  // every rank has run all its events before this
+      for (const auto& engine : engines_) {
+        if (!engine->empty()) everyone_past_ns = std::min(everyone_past_ns, engine->next_time_ns());
+      }
+      finalize_ready_iterations(everyone_past_ns);
+    }
+    if (!moved) {
+      if (unbounded) break;
+      unbounded = true;
+    }
+  }
+  if (stop_ns_ != INT64_MAX) finalize_ready_iterations(stop_ns_);
+  return true;
 }
 
 }  // namespace prefetchlab::sim

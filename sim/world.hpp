@@ -3,6 +3,7 @@
 // communicator over the data-parallel group, and the bookkeeping that turns what happened into
 // core::Metrics. A run is a pure function of the scenario (and its seed).
 #include <atomic>
+#include <climits>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,6 +51,21 @@ struct WorldResult {
   RankCollapse ranks;  // how many ranks were simulated, and why every one if so
 };
 
+// How the simulated ranks' events are interleaved. Both give the same figures (tests/sim/
+// rank_order_test.cpp); they differ in speed, and in the order equal-time trace spans are written.
+enum class EventOrder {
+  // Each rank runs alone up to the next point where another could touch it (the start of a
+  // collective it waits in: Communicator::horizon_ns), from its own event queue: a rank's state
+  // stays in cache across a collective's worth of events instead of one event between a
+  // thousand other ranks' (Chandy & Misra, "Distributed simulation: a case study in design and
+  // verification of distributed programs", IEEE TSE 1979, for the conservative horizon). Ranks
+  // that share CPU cores (contention_model: shared_cores) touch each other at every kernel, and
+  // run in one queue.
+  kRankByRank,
+  // Every rank's events in one queue, in time order.
+  kGlobal,
+};
+
 class World final : public EventHandler, public CollectiveListener {
  public:
   // kCollapseIdentical simulates one rank for all where the scenario proves them identical
@@ -57,7 +73,8 @@ class World final : public EventHandler, public CollectiveListener {
   // are those of the full simulation (a representative's rows given for each rank it stands
   // for); the trace holds the representative, named for the ranks it stands for.
   explicit World(const core::Scenario& scenario, bool record_trace = true,
-                 RankSimulation rank_simulation = RankSimulation::kEveryRank);
+                 RankSimulation rank_simulation = RankSimulation::kEveryRank,
+                 EventOrder event_order = EventOrder::kRankByRank);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
@@ -87,16 +104,27 @@ class World final : public EventHandler, public CollectiveListener {
   void on_event(std::int64_t tag) override;  // an iteration-end event on some rank
   bool computing_at_arrival(int rank) override;
   double on_collective_start(std::int64_t seq, const CollectiveCall& call, bool computing) override;
+  void on_rank_collective_start(int rank) override;
   void on_collective_done(std::int64_t seq, const CollectiveCall& call, TimeNs start_ns, TimeNs end_ns) override;
+  void on_rank_collective_done(int rank, std::int64_t seq, const CollectiveCall& call, TimeNs start_ns,
+                               TimeNs end_ns) override;
+  // Whether ranks ran from their own queues (EventOrder::kRankByRank where it applies).
+  bool ranks_apart() const { return engines_.size() > 1; }
 
  private:
   void build_shared_context();
   void limit_trace();  // output.trace_ranks, trace_iterations and the timeline budget
-  void finalize_ready_iterations();
+  // Finalizes every iteration all ranks finished that ended by `through_ns`.
+  void finalize_ready_iterations(TimeNs through_ns);
   // Leaves `samples` empty when `with_samples` is false.
   core::IterationRecord combine(std::int32_t iteration, bool with_samples, std::vector<core::TimingSample>& samples,
                                 std::vector<core::BucketRecord>& buckets) const;
   std::string describe_mismatch(const CollectiveMismatch& mismatch) const;
+  // Runs every rank's events; false when interrupted.
+  bool run_events(const std::atomic<bool>* interrupt);
+  bool stopping() const;  // a rank ran out of memory, or a collective mismatch
+  // The last time any rank finished iteration `iteration` (where the world finalizes it).
+  TimeNs iteration_end_ns(std::int32_t iteration) const;
   // A byte per rank of the job (output.trace_ranks) as one per simulated rank.
   std::vector<char> simulated_rank_mask(const std::vector<char>& world_mask) const;
   // The ranks of the job that simulated rank `rank` gives rows for in samples.csv (with
@@ -105,11 +133,12 @@ class World final : public EventHandler, public CollectiveListener {
   // full simulation.
   std::vector<int> rows_for(int rank, const std::vector<char>& world_mask) const;
   // `rank`'s memory timeline so far, to the sink or the result (a row set per rows_for rank).
-  void take_memory_timeline(RankProcess& rank, bool skip_empty);
+  void take_memory_timeline(RankProcess& rank, bool skip_empty, TimeNs through_ns = INT64_MAX);
 
   const core::Scenario& scenario_;
   RankCollapse collapse_;
-  EventEngine engine_;
+  // One per simulated rank where ranks run apart, else one for all.
+  std::vector<std::unique_ptr<EventEngine>> engines_;
   CoroutineResumer resumer_;
   LabelTable labels_;
   TraceRecorder trace_;
@@ -133,6 +162,10 @@ class World final : public EventHandler, public CollectiveListener {
   // ranks a representative's memory rows are written for.
   std::vector<char> trace_rank_mask_;
   std::vector<core::MemoryPoint> memory_points_;  // one rank's timeline on its way to the sink
+  // Where ranks run apart: the earliest time a rank stopped the world, and that rank.
+  TimeNs stop_ns_ = INT64_MAX;
+  int stopped_rank_ = -1;
+  bool stop_at_mismatch_ = false;  // the stop is a collective mismatch's (run_events)
   WorldResult result_;
 };
 

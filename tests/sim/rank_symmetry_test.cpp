@@ -20,6 +20,7 @@
 #include "sim/rank_symmetry.hpp"
 #include "sim/world.hpp"
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/world_run_files.hpp"
 
 namespace fs = std::filesystem;
 namespace pc = prefetchlab::core;
@@ -31,48 +32,12 @@ namespace {
 
 const fs::path kRoot = PREFETCHLAB_SOURCE_DIR;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-std::vector<fs::path> bundled_scenarios() {
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::recursive_directory_iterator(kRoot / "scenarios")) {
-    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-// A run's row files and summary as the command writes them: the bytes compared.
-struct RunFiles {
-  std::string iterations, buckets, summary, samples, memory;
-};
+const auto& read_file = prefetchlab::testing::read_whole_file;
+const auto& bundled_scenarios = prefetchlab::testing::bundled_scenario_files;
+using RunFiles = prefetchlab::testing::WorldRunFiles;
 
 RunFiles run_files(const pc::Scenario& scenario, ps::RankSimulation mode, const fs::path& dir) {
-  ps::World world(scenario, false, mode);
-  const ps::WorldResult result = world.run();
-  fs::create_directories(dir);
-  {
-    pc::IterationsCsv iterations(dir / "iterations.csv", scenario.training.seq_len_distribution.varies());
-    iterations.append(std::span<const pc::IterationRecord>(result.metrics.iterations));
-    pc::BucketsCsv buckets(dir / "buckets.csv");
-    buckets.append(std::span<const pc::BucketRecord>(result.metrics.buckets));
-    pc::SamplesCsv samples(dir / "samples.csv", {pc::kHostWaitColumn, pc::kHostIntervalColumn, pc::kPeakReservedColumn});
-    samples.append(std::span<const pc::TimingSample>(result.metrics.samples));
-  }
-  std::string memory;
-  for (const pc::MemoryPoint& point : result.metrics.memory) {
-    memory += std::to_string(point.time_ns) + ',' + std::to_string(point.rank) + ',' +
-              std::to_string(point.allocated_bytes) + ',' + std::to_string(point.reserved_bytes) + '\n';
-  }
-  const auto stats = pc::summarize(result.metrics, static_cast<int>(scenario.training.warmup_iterations));
-  return {read_file(dir / "iterations.csv"), read_file(dir / "buckets.csv"),
-          pc::summary_to_json(stats, result.status, pc::scenario_to_json(scenario), result.message).dump(1),
-          read_file(dir / "samples.csv"), std::move(memory)};
+  return prefetchlab::testing::world_run_files(scenario, mode, dir);
 }
 
 }  // namespace
