@@ -11,6 +11,7 @@
 
 #include "command_context.hpp"
 #include "memory_timeline_writer.hpp"
+#include "parallel_runner.hpp"
 #include "core/io/json_file.hpp"
 #include "core/metrics/metrics_csv.hpp"
 #include "core/control/prefetch_controller.hpp"
@@ -30,6 +31,7 @@ struct RunOptions {
   std::vector<std::string> overrides;
   bool no_expect = false;  // --no-expect: the scenario's checks are neither run nor recorded
   std::string kineto_dir;  // --kineto-trace: also one torch.profiler-schema trace per rank here
+  unsigned threads = 0;     // --threads: 0 = the CPUs this process may use
   bool every_rank = false;  // --every-rank: no collapse of identical ranks (sim/rank_symmetry.hpp)
 };
 
@@ -204,6 +206,7 @@ int run(const RunOptions& options) {
                                                   : sim::RankSimulation::kCollapseIdentical;
   sim::World world(scenario, scenario.output.trace || !options.kineto_dir.empty(), rank_simulation);
   if (!options.kineto_dir.empty()) world.record_deepspeed_frames();  // python_function events
+  world.set_threads(static_cast<int>(thread_count(options.threads, static_cast<std::size_t>(world.ranks()))));
   g_interrupted.store(false);
   const auto previous = std::signal(SIGINT, on_sigint);
   sim::WorldResult result = world.run(sink, &g_interrupted);
@@ -264,6 +267,11 @@ CLI::App* add_run_command(CLI::App& app, int* exit_code) {
   command->add_flag("--every-rank", options->every_rank,
                     "simulate every rank even where the scenario makes them identical (by default one stands for "
                     "all: the same figures, but samples.csv, memory.csv and trace.json then hold that one)");
+  command->add_option("--threads", options->threads,
+                      "threads for ranks that are simulated apart (every rank differs, e.g. with noise; default: the "
+                      "CPUs this process may use, sched_getaffinity). The outputs are the same for any count; a trace "
+                      "(output.trace, --kineto-trace) runs on one")
+      ->check(CLI::Range(0u, 4096u));
   command->add_flag("--no-expect", options->no_expect,
                     "do not check the scenario's expect: section (a check not met is exit code 5)");
   command->callback([options, exit_code] { *exit_code = run_guarded([&] { return run(*options); }); });

@@ -69,16 +69,42 @@ void Communicator::forget_through(std::int64_t seq) {
 }
 
 void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
-  Slot& s = slot(seq);
+  if (deferred_) {
+    // Its slot was made when the collective before it started (settle_arrivals): growing the
+    // slot list here would race with the other threads' arrivals.
+    if (seq < slot_base_ || seq >= slot_base_ + static_cast<std::int64_t>(slots_.size())) {
+      throw std::logic_error("a deferred arrival at a collective with no slot yet");
+    }
+    if (arrived(seq, rank)) throw std::logic_error("rank arrived twice at a collective");
+    arrived(seq, rank) = &stream;
+    const auto r = static_cast<std::size_t>(rank);
+    noted_seq_[r] = seq;
+    noted_arrival_ns_[r] = engine_of(rank).now_ns();
+    noted_computing_[r] = listener_.computing_at_arrival(rank) ? 1 : 0;
+    engine_of(rank).lower_limit_ns(noted_arrival_ns_[r]);
+    return;
+  }
+  slot(seq);  // made by the first to arrive
   if (arrived(seq, rank)) throw std::logic_error("rank arrived twice at a collective");
   arrived(seq, rank) = &stream;
-  const TimeNs now = engine_of(rank).now_ns();
-  if (s.arrivals == 0 || now > open_latest_arrival_ns_) open_latest_arrival_ns_ = now;
-  open_seq_ = seq;
-  s.computing = s.computing || listener_.computing_at_arrival(rank);
-  if (++s.arrivals < ranks_) return;
-  open_seq_ = -1;
+  count_arrival(rank, seq, engine_of(rank).now_ns(), listener_.computing_at_arrival(rank));
+  // Ranks apart: this rank's host may no longer run alone past the collective's earliest start.
+  if (ranks_apart()) engine_of(rank).lower_limit_ns(open_latest_arrival_ns_);
+  if (!complete_if_everyone_arrived(seq)) engine_of(rank).stop();
+}
 
+void Communicator::count_arrival(int rank, std::int64_t seq, TimeNs arrival_ns, bool computing) {
+  (void)rank;
+  Slot& s = slot(seq);
+  if (s.arrivals == 0 || arrival_ns > open_latest_arrival_ns_) open_latest_arrival_ns_ = arrival_ns;
+  open_seq_ = seq;
+  s.computing = s.computing || computing;
+  ++s.arrivals;
+}
+
+bool Communicator::complete_if_everyone_arrived(std::int64_t seq) {
+  if (slot(seq).arrivals < ranks_) return true;
+  open_seq_ = -1;
   // Everyone is here: the calls must be the same collective, or real NCCL would hang (or
   // corrupt memory) — stop the world and say where.
   const CollectiveCall& reference = call(0, seq);
@@ -93,11 +119,64 @@ void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
         m.calls.push_back(call(q, seq));
       }
       mismatch_ = std::move(m);
-      engine_of(rank).stop();
-      return;
+      return false;
     }
   }
   start(seq, reference);
+  return true;
+}
+
+void Communicator::defer_starts(bool defer) {
+  if (defer == deferred_) return;
+  if (!ranks_apart()) throw std::logic_error("deferred collective starts need ranks apart");
+  if (!defer) settle_arrivals();
+  deferred_ = defer;
+  const auto ranks = static_cast<std::size_t>(ranks_);
+  noted_seq_.assign(ranks, -1);
+  noted_arrival_ns_.assign(ranks, 0);
+  noted_computing_.assign(ranks, 0);
+  if (!defer) {
+    // Back to counting at once: the ranks that left the running collective while deferred.
+    if (running_.seq >= 0) {
+      Slot& s = slot(running_.seq);
+      s.done = static_cast<int>(std::count_if(left_seq_.begin(), left_seq_.end(),
+                                              [&](std::int64_t left) { return left >= running_.seq; }));
+    }
+    return;
+  }
+  if (running_.seq >= 0 || open_seq_ >= 0) throw std::logic_error("collective starts deferred mid-collective");
+  left_seq_.assign(ranks, slot_base_ - 1);
+  // Where the first arrivals land.
+  slot(slot_base_ + static_cast<std::int64_t>(slots_.size()) - (slots_.empty() ? 0 : 1));
+}
+
+bool Communicator::settle_arrivals() {
+  if (!deferred_) return false;
+  finish_running_if_left();
+  std::int64_t seq = -1;
+  for (int r = 0; r < ranks_; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (noted_seq_[i] < 0) continue;
+    if (seq >= 0 && noted_seq_[i] != seq) throw std::logic_error("ranks arrived at two open collectives");
+    seq = noted_seq_[i];
+    count_arrival(r, seq, noted_arrival_ns_[i], noted_computing_[i] != 0);
+    noted_seq_[i] = -1;
+  }
+  if (seq < 0 || slot(seq).arrivals < ranks_) return false;
+  const bool started = complete_if_everyone_arrived(seq);
+  if (started) slot(seq + 1);  // where the next arrivals land
+  return started;
+}
+
+void Communicator::finish_running_if_left() {
+  if (running_.seq < 0) return;
+  const std::int64_t seq = running_.seq;
+  for (const std::int64_t left : left_seq_) {
+    if (left < seq) return;
+  }
+  running_.seq = -1;
+  listener_.on_collective_done(seq, call(0, seq), slot(seq).start_ns, running_end_ns_);
+  forget_through(seq);
 }
 
 // It starts at the last arrival in time: where ranks run apart, the last to arrive in the order
@@ -112,6 +191,7 @@ void Communicator::start(std::int64_t seq, const CollectiveCall& reference) {
   const double stretch = listener_.on_collective_start(seq, reference, s.computing);
   running_ = Running{seq, static_cast<double>(base_ns), 0.0, s.start_ns, stretch, running_.generation + 1};
   const TimeNs duration_ns = static_cast<TimeNs>(std::llround(static_cast<double>(base_ns) * stretch));
+  running_end_ns_ = s.start_ns + duration_ns;
   if (!ranks_apart()) {
     for (int r = 0; r < ranks_; ++r) listener_.on_rank_collective_start(r);
     engines_.front()->schedule_after(duration_ns, *this, seq * kGenerations + running_.generation % kGenerations);
@@ -123,7 +203,7 @@ void Communicator::start(std::int64_t seq, const CollectiveCall& reference) {
   for (int r = 0; r < ranks_; ++r) {
     EventEngine& engine = engine_of(r);
     auto& port = ports_[static_cast<std::size_t>(r)];
-    if (engine.now_ns() == s.start_ns) {
+    if (engine.now_ns() == s.start_ns && !deferred_) {
       listener_.on_rank_collective_start(r);
     } else {
       engine.schedule_at(s.start_ns, port, seq * 2);
@@ -166,6 +246,14 @@ void Communicator::on_rank_event(int rank, std::int64_t tag) {
     return;
   }
   Slot& s = slot(seq);
+  if (deferred_) {
+    // Only this rank's entries: its own call (every rank's matched), and that it left;
+    // settle_arrivals finishes the collective once all have.
+    listener_.on_rank_collective_done(rank, seq, call(rank, seq), s.start_ns, engine_of(rank).now_ns());
+    left_seq_[static_cast<std::size_t>(rank)] = seq;
+    arrived(seq, rank)->collective_done();
+    return;
+  }
   const CollectiveCall& c = call(0, seq);
   const TimeNs end_ns = engine_of(rank).now_ns();
   listener_.on_rank_collective_done(rank, seq, c, s.start_ns, end_ns);

@@ -96,12 +96,29 @@ class Communicator final : public EventHandler {
   // this time cannot be touched by any other rank.
   static constexpr TimeNs kNoHorizon = INT64_MAX;
   TimeNs horizon_ns(int rank) const {
+    // An arrival not yet counted: the collective starts no earlier than it, nor than any counted.
+    if (deferred_ && noted_seq_[static_cast<std::size_t>(rank)] >= 0) {
+      const TimeNs noted_ns = noted_arrival_ns_[static_cast<std::size_t>(rank)];
+      return open_seq_ >= 0 && open_latest_arrival_ns_ > noted_ns ? open_latest_arrival_ns_ : noted_ns;
+    }
     if (open_seq_ < 0 || !arrived_[static_cast<std::size_t>(open_seq_ - slot_base_) * static_cast<std::size_t>(ranks_) +
                                    static_cast<std::size_t>(rank)]) {
       return kNoHorizon;
     }
     return open_latest_arrival_ns_;
   }
+
+  // Ranks apart on several threads (World::run_events): an arrival is only noted (by the
+  // arriving rank's thread, in that rank's own entries) and settle_arrivals(), called between
+  // the threads' runs, counts it, and starts the collective once every rank is there. Every rank
+  // then gets the start as an event, the last to arrive too, so which thread ran first never
+  // shows. Off (the default), an arrival is counted at once and the last one starts the
+  // collective.
+  void defer_starts(bool defer);
+  // Counts the arrivals noted since the last call and starts the collective they complete (or
+  // notes a mismatch: mismatch()); finishes the collective every rank has left first. Returns
+  // whether a collective started.
+  bool settle_arrivals();
 
   // The running collective runs `slowdown` times slower from now on (1 = its modelled time);
   // its remaining work is rescheduled at the new speed. No-op when none runs.
@@ -128,6 +145,12 @@ class Communicator final : public EventHandler {
   bool ranks_apart() const { return !ports_.empty(); }
   EventEngine& engine_of(int rank) const { return *engines_[static_cast<std::size_t>(rank)]; }
   void start(std::int64_t seq, const CollectiveCall& reference);
+  // Counts rank `rank`'s arrival at `seq` at `arrival_ns`; where it was the last, checks the
+  // calls match and starts the collective (else notes the mismatch and returns false).
+  void count_arrival(int rank, std::int64_t seq, TimeNs arrival_ns, bool computing);
+  bool complete_if_everyone_arrived(std::int64_t seq);
+  // Ends the running collective's bookkeeping once every rank has left it (deferred starts).
+  void finish_running_if_left();
   void on_rank_event(int rank, std::int64_t tag);
   // The collective in progress: modelled work, the part done (at full speed) as of
   // `progress_at_ns`, its current slowdown, and a generation that tells a rescheduled
@@ -172,6 +195,15 @@ class Communicator final : public EventHandler {
   // arrival so far.
   std::int64_t open_seq_ = -1;
   TimeNs open_latest_arrival_ns_ = 0;
+  // Deferred starts (defer_starts): per rank, the arrival noted and not yet counted (seq, or -1;
+  // its time and whether its compute stream ran), and the last collective it has left. Each
+  // rank's thread writes only its own entries; settle_arrivals reads them between runs.
+  bool deferred_ = false;
+  std::vector<std::int64_t> noted_seq_;
+  std::vector<TimeNs> noted_arrival_ns_;
+  std::vector<char> noted_computing_;
+  std::vector<std::int64_t> left_seq_;
+  TimeNs running_end_ns_ = 0;  // the running collective's end (deferred starts)
 };
 
 }  // namespace prefetchlab::sim

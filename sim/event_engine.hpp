@@ -3,6 +3,7 @@
 // so that equal-time events run in the order they were scheduled and a run is a pure function
 // of its inputs. Handlers are plain objects (no std::function, no allocation per event).
 #include <cstdint>
+#include <climits>
 
 #include "sim/monotone_event_queue.hpp"
 
@@ -36,6 +37,23 @@ class EventEngine {
   bool run_one();
   // Runs until no event is left or `stop()` is called from a handler.
   void run();
+  // Spends `delay_ns` at once, without an event, where the event it would take could only run
+  // next: nothing pending comes before it (nor at its time: that was scheduled first), it is
+  // before the limit the run loop set, and no handler has stopped the engine. Then the clock
+  // moves on, the event counts as processed, and the caller carries on as if it had been
+  // resumed; otherwise nothing changes and the caller schedules the event.
+  bool advance_inline(TimeNs delay_ns) {
+    const TimeNs time_ns = now_ns_ + delay_ns;
+    if (stopped_ || time_ns >= limit_ns_ || (!pending_.empty() && time_ns >= pending_.min_time_ns())) return false;
+    now_ns_ = time_ns;
+    ++processed_;
+    return true;
+  }
+  // No event at or after `limit_ns` may run inline until the limit is set again (the run loop's
+  // bound where ranks run apart; World::run_events). Scheduled events are not affected.
+  void set_limit_ns(TimeNs limit_ns) { limit_ns_ = limit_ns; }
+  void lower_limit_ns(TimeNs limit_ns) { limit_ns_ = limit_ns < limit_ns_ ? limit_ns : limit_ns_; }
+
   void stop() { stopped_ = true; }
   void resume() { stopped_ = false; }  // after the caller has seen the stop
   bool stopped() const { return stopped_; }
@@ -51,6 +69,7 @@ class EventEngine {
   // than a binary heap on (time, sequence), in the same order.
   MonotoneEventQueue<Event> pending_;
   TimeNs now_ns_ = 0;
+  TimeNs limit_ns_ = INT64_MAX;
   std::uint64_t processed_ = 0;
   bool stopped_ = false;
 };

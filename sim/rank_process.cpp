@@ -423,12 +423,14 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
 }
 
 void AgreementBoard::post(std::int64_t round, int rank, core::Proposal proposal) {
+  const std::lock_guard lock(mutex_);
   auto& proposals = rounds_[round];
   if (proposals.empty()) proposals.resize(static_cast<std::size_t>(ranks_));
   proposals[static_cast<std::size_t>(rank)] = std::move(proposal);
 }
 
 core::Proposal AgreementBoard::agreed(std::int64_t round, core::Agreement agreement, int rank) const {
+  const std::lock_guard lock(mutex_);
   return core::agree(agreement, rounds_.at(round), rank);
 }
 

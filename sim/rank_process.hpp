@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "core/zero/coordinator.hpp"
@@ -89,6 +90,7 @@ class AgreementBoard {
 
  private:
   int ranks_;
+  mutable std::mutex mutex_;  // ranks on threads post at once (World::set_threads)
   std::map<std::int64_t, std::vector<core::Proposal>> rounds_;
 };
 

@@ -1,8 +1,12 @@
 #include "world.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <exception>
 #include <iterator>
 #include <sstream>
+#include <thread>
 
 #include "core/model/checkpoint_units.hpp"
 #include "core/hardware/hardware_derived.hpp"
@@ -222,7 +226,8 @@ void World::build_shared_context() {
 void World::on_event(std::int64_t tag) {
   const auto per_rank = static_cast<std::int64_t>(ranks_done_.size());
   const auto iteration = static_cast<std::size_t>(tag % per_rank);
-  ++ranks_done_[iteration];
+  // Ranks on threads end iterations at once.
+  std::atomic_ref<int>(ranks_done_[iteration]).fetch_add(1, std::memory_order_relaxed);
   // Where ranks run apart, the run loop finalizes once no rank can still stop before the
   // iteration's end (ranks_apart_finalize).
   if (!ranks_apart()) finalize_ready_iterations(INT64_MAX);
@@ -390,6 +395,9 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
   result_.metrics.facts.model_flops_per_gpu_iteration =
       3 * scenario_.model.forward_flops(training.micro_batch, training.seq_len);
 
+  // Ranks apart note their arrivals and the collectives start between sweeps (so that any
+  // number of threads gives the same run): from the first step, which may reach one.
+  if (ranks_apart()) communicator_->defer_starts(true);
   std::vector<HostTask> tasks;
   for (auto& rank : ranks_) tasks.push_back(rank->run());
   for (auto& task : tasks) task.start();
@@ -473,6 +481,12 @@ bool World::run_events(const std::atomic<bool>* interrupt) {
   // time: the others, some behind it, first run up to that time, and the earliest stop is the
   // one reported, as in one queue. An iteration is finalized (written out) only once every rank
   // is past its end, so a stop before that end, found later, leaves it out as one queue would.
+  //
+  // The sweeps run on threads_ threads (one where a trace is kept) until a stop, a hang or the
+  // end, and this loop, on one, takes over from there.
+  const bool finished = run_sweeps(interrupt);
+  communicator_->defer_starts(false);
+  if (!finished) return false;
   bool unbounded = false;
   for (;;) {
     bool moved = false;
@@ -488,6 +502,11 @@ bool World::run_events(const std::atomic<bool>* interrupt) {
           break;
         }
         const bool mismatched = communicator_->mismatch().has_value();
+        // A host step inside this event may skip its own event only where this loop would
+        // have run that event next (EventEngine::advance_inline); an arrival lowers it further.
+        TimeNs limit_ns = bounded ? communicator_->horizon_ns(rank) : INT64_MAX;
+        if (stop_ns_ != INT64_MAX) limit_ns = std::min(limit_ns, stop_ns_ - (stop_at_mismatch_ ? 1 : 0) + 1);
+        engine.set_limit_ns(limit_ns);
         engine.run_one();
         moved = true;
         if (interrupted()) return false;
@@ -498,25 +517,10 @@ bool World::run_events(const std::atomic<bool>* interrupt) {
         engine.resume();
         const bool out_of_memory = process.out_of_memory().has_value();
         if (!out_of_memory && mismatched) continue;
-        const TimeNs stop_ns = out_of_memory ? engine.now_ns() : communicator_->mismatch()->time_ns;
-        if (stop_ns < stop_ns_ || (stop_ns == stop_ns_ && rank < stopped_rank_)) {
-          stop_ns_ = stop_ns;
-          stopped_rank_ = rank;
-          // A mismatch shows at its last arrival, an event every rank has run: what the
-          // others have at that time comes after it. An out-of-memory shows inside an event of
-          // its own: the others run that time's events up to their own (identical ranks stop
-          // at the same allocation).
-          stop_at_mismatch_ = !out_of_memory;
-        }
+        note_stop(rank, out_of_memory ? engine.now_ns() : communicator_->mismatch()->time_ns, !out_of_memory);
       }
     }
-    if (stop_ns_ == INT64_MAX) {
-      TimeNs everyone_past_ns = INT64_MAX;  // every rank has run all its events before this
-      for (const auto& engine : engines_) {
-        if (!engine->empty()) everyone_past_ns = std::min(everyone_past_ns, engine->next_time_ns());
-      }
-      finalize_ready_iterations(everyone_past_ns);
-    }
+    if (stop_ns_ == INT64_MAX) finalize_ready_iterations(everyone_past_ns());
     if (!moved) {
       if (unbounded) break;
       unbounded = true;
@@ -524,6 +528,104 @@ bool World::run_events(const std::atomic<bool>* interrupt) {
   }
   if (stop_ns_ != INT64_MAX) finalize_ready_iterations(stop_ns_);
   return true;
+}
+
+void World::note_stop(int rank, TimeNs stop_ns, bool at_mismatch) {
+  if (stop_ns < stop_ns_ || (stop_ns == stop_ns_ && rank < stopped_rank_)) {
+    stop_ns_ = stop_ns;
+    stopped_rank_ = rank;
+    // A mismatch shows at its last arrival, an event every rank has run: what the others have
+    // at that time comes after it. An out-of-memory shows inside an event of its own: the
+    // others run that time's events up to their own (identical ranks stop at the same
+    // allocation).
+    stop_at_mismatch_ = at_mismatch;
+  }
+}
+
+TimeNs World::everyone_past_ns() const {
+  TimeNs past_ns = INT64_MAX;  // every rank has run all its events before this
+  for (const auto& engine : engines_) {
+    if (!engine->empty()) past_ns = std::min(past_ns, engine->next_time_ns());
+  }
+  return past_ns;
+}
+
+bool World::run_sweeps(const std::atomic<bool>* interrupt) {
+  // The trace and DeepSpeed's frames are one log for all ranks, written in the order ranks run.
+  const bool one_log = trace_.enabled() || shared_.deepspeed_frames;
+  const auto threads = static_cast<std::size_t>(one_log ? 1 : std::min<int>(threads_, ranks()));
+  std::vector<char> moved(threads, 0);
+  std::vector<char> interrupted(threads, 0);
+  std::vector<std::exception_ptr> errors(threads);
+  bool done = false;
+  bool finished = true;  // false when interrupted
+  // Between sweeps, on one thread while the others wait: what one rank's run may not touch.
+  const auto between_sweeps = [&]() noexcept {
+    try {
+      if (std::any_of(interrupted.begin(), interrupted.end(), [](char i) { return i != 0; })) finished = false;
+      if (!finished || std::any_of(errors.begin(), errors.end(), [](const auto& e) { return e != nullptr; })) {
+        done = true;
+        return;
+      }
+      for (std::size_t r = 0; r < engines_.size(); ++r) {
+        EventEngine& engine = *engines_[r];
+        if (!engine.stopped()) continue;
+        engine.resume();  // out of memory: arrivals are deferred, so no mismatch stops a rank
+        note_stop(static_cast<int>(r), engine.now_ns(), false);
+      }
+      const bool started = communicator_->settle_arrivals();
+      if (const auto& mismatch = communicator_->mismatch()) note_stop(ranks() - 1, mismatch->time_ns, true);
+      if (stop_ns_ == INT64_MAX) finalize_ready_iterations(everyone_past_ns());
+      // A stop or a hang: the one-thread loop knows what to do from here.
+      done = stop_ns_ != INT64_MAX || (!started && std::none_of(moved.begin(), moved.end(), [](char m) { return m != 0; }));
+    } catch (...) {
+      errors.front() = errors.front() ? errors.front() : std::current_exception();
+      done = true;
+    }
+  };
+  std::barrier sync(static_cast<std::ptrdiff_t>(threads), between_sweeps);
+  const auto work = [&](std::size_t t) {
+    // Ranks stay on one thread (their coroutine frames come from its pool): a block each.
+    const std::size_t first = t * engines_.size() / threads;
+    const std::size_t last = (t + 1) * engines_.size() / threads;
+    std::uint64_t since_check = 0;
+    for (;;) {
+      moved[t] = 0;
+      try {
+        for (std::size_t r = first; r < last && !interrupted[t]; ++r) {
+          EventEngine& engine = *engines_[r];
+          const int rank = static_cast<int>(r);
+          while (!engine.empty() && !engine.stopped()) {
+            const TimeNs horizon_ns = communicator_->horizon_ns(rank);
+            if (engine.next_time_ns() >= horizon_ns) break;
+            engine.set_limit_ns(horizon_ns);
+            engine.run_one();
+            moved[t] = 1;
+            if (interrupt && ++since_check == 4096) {
+              since_check = 0;
+              if (interrupt->load(std::memory_order_relaxed)) {
+                interrupted[t] = 1;
+                break;
+              }
+            }
+          }
+        }
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+      sync.arrive_and_wait();
+      if (done) return;
+    }
+  };
+  {
+    std::vector<std::jthread> helpers;
+    for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work, t);
+    work(0);
+  }
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  return finished;
 }
 
 }  // namespace prefetchlab::sim

@@ -84,6 +84,12 @@ class World final : public EventHandler, public CollectiveListener {
   // result's Metrics), so memory stays constant however long the run.
   WorldResult run(const IterationSink& sink = {}, const std::atomic<bool>* interrupt = nullptr);
 
+  // Ranks apart may run on up to `threads` threads, a block of ranks each, meeting between
+  // collectives: the outputs are the same whatever the count (tests/sim/rank_order_test.cpp).
+  // Not with a trace or DeepSpeed's frames (one log for all ranks), nor where ranks share one
+  // queue. Default 1.
+  void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
+
   const TraceRecorder& trace() const { return trace_; }
   // Also log DeepSpeed's Python frames on the ranks the trace records (sim/deepspeed_frames.hpp),
   // for the Kineto export: call before run().
@@ -123,6 +129,14 @@ class World final : public EventHandler, public CollectiveListener {
   // Runs every rank's events; false when interrupted.
   bool run_events(const std::atomic<bool>* interrupt);
   bool stopping() const;  // a rank ran out of memory, or a collective mismatch
+  // Ranks apart, sweep by sweep, each rank up to where it must wait for the others, on
+  // threads_ threads (a block of ranks each); collectives start between sweeps. Until the end,
+  // a stop or a hang; false when interrupted.
+  bool run_sweeps(const std::atomic<bool>* interrupt);
+  // Rank `rank` stopped the world at `stop_ns` (ranks apart): kept if it is the earliest stop.
+  void note_stop(int rank, TimeNs stop_ns, bool at_mismatch);
+  // Ranks apart: the time every rank has run all its events before.
+  TimeNs everyone_past_ns() const;
   // The last time any rank finished iteration `iteration` (where the world finalizes it).
   TimeNs iteration_end_ns(std::int32_t iteration) const;
   // A byte per rank of the job (output.trace_ranks) as one per simulated rank.
@@ -166,6 +180,7 @@ class World final : public EventHandler, public CollectiveListener {
   TimeNs stop_ns_ = INT64_MAX;
   int stopped_rank_ = -1;
   bool stop_at_mismatch_ = false;  // the stop is a collective mismatch's (run_events)
+  int threads_ = 1;                // set_threads
   WorldResult result_;
 };
 

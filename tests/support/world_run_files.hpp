@@ -39,11 +39,13 @@ struct WorldRunFiles {
   std::uint64_t events = 0;
 };
 
-// Runs `scenario` (trace off) and writes its rows under `dir`; returns the bytes.
+// Runs `scenario` (trace off; ranks apart on `threads` threads) and writes its rows under `dir`;
+// returns the bytes.
 inline WorldRunFiles world_run_files(const core::Scenario& scenario, sim::RankSimulation mode,
                                      const std::filesystem::path& dir,
-                                     sim::EventOrder order = sim::EventOrder::kRankByRank) {
+                                     sim::EventOrder order = sim::EventOrder::kRankByRank, int threads = 1) {
   sim::World world(scenario, false, mode, order);
+  world.set_threads(threads);
   const sim::WorldResult result = world.run();
   std::filesystem::create_directories(dir);
   {
