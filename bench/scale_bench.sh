@@ -7,7 +7,8 @@
 # changes no event), ROUNDS (default 2), MODES (default "collapsed every-rank": a binary with
 # `run --every-rank` runs both ways, identical ranks simulated once and every rank simulated;
 # one without it runs once, as "-"), SETS (more `--set KEY=VALUE` overrides, space-separated:
-# SETS=noise.compute_jitter=0.02 makes every rank differ, so every rank is simulated).
+# SETS=noise.compute_jitter=0.02 makes every rank differ, so every rank is simulated), THREADS
+# (`run --threads`, for a binary that has it; default: its own default, the CPUs it may use).
 # Prints per run: wall, user and system CPU, max RSS, events simulated, events per wall second
 # and per CPU second (user + system: steadier than wall on a machine shared with other work).
 set -euo pipefail
@@ -30,6 +31,7 @@ for round in $(seq 1 "$rounds"); do
       for mode in $binary_modes; do
         flags=()
         [[ $mode == every-rank ]] && flags=(--every-rank)
+        [[ -n ${THREADS:-} ]] && "$binary" run --help 2>/dev/null | grep -q -- --threads && flags+=(--threads "$THREADS")
         /usr/bin/time -f '%e %U %S %M' -o "$out/time" "$binary" run "$scenario" -o "$out/run" "${flags[@]}" \
           --set cluster.nodes="$nodes" --set training.iterations="$iterations" --set training.warmup_iterations=1 \
           "${sets[@]}" >"$out/stdout" 2>&1 || true

@@ -595,7 +595,7 @@ bool World::run_sweeps(const std::atomic<bool>* interrupt) {
         for (std::size_t r = first; r < last && !interrupted[t]; ++r) {
           EventEngine& engine = *engines_[r];
           const int rank = static_cast<int>(r);
-          while (!engine.empty() && !engine.stopped()) {
+          while (!engine.empty() && !engine.stopped() && !ranks_[r]->out_of_memory()) {
             const TimeNs horizon_ns = communicator_->horizon_ns(rank);
             if (engine.next_time_ns() >= horizon_ns) break;
             engine.set_limit_ns(horizon_ns);

@@ -58,9 +58,10 @@ enum class EventOrder {
   // collective it waits in: Communicator::horizon_ns), from its own event queue: a rank's state
   // stays in cache across a collective's worth of events instead of one event between a
   // thousand other ranks' (Chandy & Misra, "Distributed simulation: a case study in design and
-  // verification of distributed programs", IEEE TSE 1979, for the conservative horizon). Ranks
-  // that share CPU cores (contention_model: shared_cores) touch each other at every kernel, and
-  // run in one queue.
+  // verification of distributed programs", IEEE TSE 1979, for the conservative horizon). A
+  // sweep runs every rank that far, on World::set_threads threads; arrivals are counted and
+  // collectives started between sweeps. Ranks that share CPU cores (contention_model:
+  // shared_cores) touch each other at every kernel, and run in one queue.
   kRankByRank,
   // Every rank's events in one queue, in time order.
   kGlobal,

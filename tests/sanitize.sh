@@ -4,7 +4,8 @@
 # asan  clang build with ASan+UBSan (LeakSanitizer on), libFuzzer coverage, no mimalloc, no LTO:
 #       the prefetchlab command, the test binary and the fuzz harnesses; runs the ASan test set.
 # tsan  clang build with TSan of the threaded tests only (prefetchlab_threaded_tests): the host
-#       device and its rendezvous, the executor and its fault injection, the sweep's workers.
+#       device and its rendezvous, the executor and its fault injection, the sweep's workers,
+#       simulated ranks on threads.
 # fuzz  each libFuzzer harness for FUZZ_SECONDS (default 20) on its seeded corpus, after its
 #       regression inputs (tests/fuzz/run.sh); needs the asan build.
 # Environment: SANITIZE_DIR (default build-sanitize), JOBS, FUZZ_SECONDS, FUZZ_CLI (a built
@@ -32,11 +33,11 @@ asan_exclude+='|^Executor\.(GatheredParametersAndReducedGradientsAreExact(OnOneR
 asan_exclude+='|TheHostBlocks|PlansAndBuckets|OffloadedParametersCrossTheHostLinkOnTheAllGather|OffloadFrees'
 asan_exclude+='|OneRankOffload|CpuAdam|CollectivesMatch)'
 # The threaded tests run under TSan: all of the host device, its rendezvous and the executor's
-# fault injection, the sweep's workers, the executor on four ranks (the most threads) and
+# fault injection, the sweep's workers, simulated ranks on threads, the executor on four ranks (the most threads) and
 # with offload and checkpointing (the host-link copies on their own stream), and ranks as
 # processes (the store's thread, each link's reader, the failure listeners, both data paths;
 # the executor with one link per rank once, on two ranks through shared memory: 10 s under TSan).
-tsan_filter='HostDevice.*:ExecutorFailure.*:ParallelRunner.*:ClockConsensus.*:ProcessStore.*:ProcessTransport.*'
+tsan_filter='HostDevice.*:ExecutorFailure.*:ParallelRunner.*:ClockConsensus.*:ProcessStore.*:ProcessTransport.*:RankThreads.*'
 tsan_filter+=':*ProcessExecutor.MatchesTheThreadVersionInEveryNonTimingField/Ranks2SharedMemory'
 tsan_filter+=':Executor.GatheredParametersAndReducedGradientsAreExactOnFourRanks'
 tsan_filter+=':Executor.TheHostBlocksOnlyWhereDeepSpeedDoesWithOffloadAndCheckpointing'

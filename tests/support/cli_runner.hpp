@@ -9,6 +9,8 @@
 #include <map>
 #include <string>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace prefetchlab::testing {
 
 struct CliResult {
@@ -29,33 +31,5 @@ inline CliResult run_cli(const std::string& args, const std::string& prefix = ""
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
 }
-
-// A fresh folder under the system temp dir, removed with the object.
-class TempDir {
- public:
-  explicit TempDir(const std::string& tag) {
-    path_ = std::filesystem::temp_directory_path() /
-            ("prefetchlab-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path write(const std::string& name, const std::string& text) const {
-    const auto file = path_ / name;
-    std::ofstream(file) << text;
-    return file;
-  }
-
- private:
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-  std::filesystem::path path_;
-};
 
 }  // namespace prefetchlab::testing
