@@ -307,3 +307,35 @@ TEST(RunCommand, TwoNodesOfEveryBundledProfileRun) {
     EXPECT_EQ(result.exit_code, 0) << hw << "\n" << result.output;
   }
 }
+
+// --threads: where every rank is simulated the ranks run on that many threads, and the run is
+// the same, byte for byte, on any count; a count out of range is bad input.
+TEST(RunCommand, ThreadCountsGiveTheSameRun) {
+  const TempDir dir("run-threads");
+  const std::string base = std::string(PREFETCHLAB_SOURCE_DIR) +
+                           "/scenarios/default.yaml --no-expect --set training.iterations=3 "
+                           "--set training.warmup_iterations=1 --set noise.compute_jitter=0.03";
+  std::string stdout_one;
+  for (const std::string threads : {"1", "2"}) {
+    const auto result = run_cli("run " + base + " --threads " + threads + " -o " + (dir.path() / threads).string());
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("8 of 8"), std::string::npos) << result.output;
+    if (threads == "1") {
+      stdout_one = result.output;
+      continue;
+    }
+    // The figures and the events simulated; the folder named as the other run's.
+    std::string output = result.output;
+    const std::string folder = (dir.path() / threads).string(), folder_one = (dir.path() / "1").string();
+    for (auto at = output.find(folder); at != std::string::npos; at = output.find(folder, at)) {
+      output.replace(at, folder.size(), folder_one);
+    }
+    EXPECT_EQ(stdout_one, output);
+    for (const char* file : {"summary.json", "iterations.csv", "buckets.csv", "samples.csv"}) {
+      EXPECT_EQ(read_file(dir.path() / "1" / file), read_file(dir.path() / "2" / file)) << file;
+    }
+  }
+  const auto bad = run_cli("run " + base + " --threads -1 -o " + (dir.path() / "bad").string());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--threads"), std::string::npos) << bad.output;
+}
