@@ -269,8 +269,8 @@ CLI::App* add_run_command(CLI::App& app, int* exit_code) {
                     "all: the same figures, but samples.csv, memory.csv and trace.json then hold that one)");
   command->add_option("--threads", options->threads,
                       "threads for ranks that are simulated apart (every rank differs, e.g. with noise; default: the "
-                      "CPUs this process may use, sched_getaffinity). The outputs are the same for any count; a trace "
-                      "(output.trace, --kineto-trace) runs on one")
+                      "CPUs this process may use, sched_getaffinity). The outputs are the same for any count; "
+                      "--kineto-trace runs on one")
       ->check(CLI::Range(0u, 4096u));
   command->add_flag("--no-expect", options->no_expect,
                     "do not check the scenario's expect: section (a check not met is exit code 5)");

@@ -37,10 +37,12 @@ class TraceRecorder {
   bool enabled() const { return enabled_; }
 
   // Keeps only spans of ranks and iterations whose mask byte is 1 (an empty mask keeps all;
-  // spans before the first iteration count as iteration 1). With `max_spans` > 0, once that many
-  // are kept, the iteration whose span would exceed it and every later one are left out whole;
-  // iterations before it still in flight are finished.
-  void limit(std::vector<char> rank_mask, std::vector<char> iteration_mask, std::size_t max_spans) {
+  // spans before the first iteration count as iteration 1). With `max_spans` > 0, the first
+  // iteration whose spans, with every earlier iteration's, exceed it is left out whole, and every
+  // later one (apply_budget). `ranks`: the simulated ranks, each with a span list of its own, so
+  // that ranks on threads record at once and the trace does not depend on the order they ran in.
+  void limit(int ranks, std::vector<char> rank_mask, std::vector<char> iteration_mask, std::size_t max_spans) {
+    ranks_.resize(static_cast<std::size_t>(ranks));
     rank_mask_ = std::move(rank_mask);
     iteration_mask_ = std::move(iteration_mask);
     max_spans_ = max_spans;
@@ -48,9 +50,10 @@ class TraceRecorder {
   bool records_rank(int rank) const {
     return enabled_ && (rank_mask_.empty() || rank_mask_[static_cast<std::size_t>(rank)] != 0);
   }
-  // The first iteration left out for the span budget, or 0 when none was.
+  // The first iteration left out for the span budget, or 0 when none was (after apply_budget).
   std::int32_t first_iteration_over_budget() const { return cutoff_ == kNoCutoff ? 0 : cutoff_; }
 
+  // From rank span.rank's own thread only.
   void add(const TraceSpan& span) {
     if (!enabled_) return;
     if (!rank_mask_.empty() && !rank_mask_[static_cast<std::size_t>(span.rank)]) return;
@@ -59,24 +62,48 @@ class TraceRecorder {
                                      !iteration_mask_[static_cast<std::size_t>(iteration)])) {
       return;
     }
-    if (iteration >= cutoff_) return;
-    if (max_spans_ > 0 && kept_ >= max_spans_) {
-      cutoff_ = iteration;
-      return;
+    if (iteration >= cutoff_) return;  // moved only between sweeps (apply_budget)
+    if (static_cast<std::size_t>(span.rank) >= ranks_.size()) ranks_.resize(static_cast<std::size_t>(span.rank) + 1);
+    RankSpans& mine = ranks_[static_cast<std::size_t>(span.rank)];
+    if (mine.chunks.empty() || mine.chunks.back().size() == kChunkSpans) {
+      mine.chunks.emplace_back();
+      mine.chunks.back().reserve(kChunkSpans);
     }
-    ++kept_;
-    if (chunks_.empty() || chunks_.back().size() == kChunkSpans) {
-      chunks_.emplace_back();
-      chunks_.back().reserve(kChunkSpans);
+    mine.chunks.back().push_back(span);
+    if (mine.per_iteration.size() <= static_cast<std::size_t>(iteration)) {
+      mine.per_iteration.resize(static_cast<std::size_t>(iteration) + 1, 0);
     }
-    chunks_.back().push_back(span);
+    ++mine.per_iteration[static_cast<std::size_t>(iteration)];
   }
-  // Every span kept, in the order recorded.
+  // Moves the budget's cutoff to the first iteration over it, counting every span kept so far
+  // (no rank records while it runs): the counts only grow, so the cutoff only moves earlier, and
+  // where it ends does not depend on when this ran. Spans already kept past it are not written.
+  void apply_budget() {
+    if (max_spans_ == 0) return;
+    std::size_t total = 0;
+    for (std::int32_t i = 1; i < cutoff_; ++i) {
+      bool any_rank_has_it = false;
+      for (const RankSpans& rank : ranks_) {
+        if (static_cast<std::size_t>(i) < rank.per_iteration.size()) {
+          total += rank.per_iteration[static_cast<std::size_t>(i)];
+          any_rank_has_it = true;
+        }
+      }
+      if (total > max_spans_) {
+        cutoff_ = i;
+        return;
+      }
+      if (!any_rank_has_it) return;  // no later iteration holds spans yet
+    }
+  }
+  // Every span kept, rank by rank, each rank's in the order recorded.
   template <class Fn>
   void for_each_span(Fn&& fn) const {
-    for (const auto& chunk : chunks_) {
-      for (const TraceSpan& span : chunk) {
-        if ((span.iteration < 1 ? 1 : span.iteration) < cutoff_) fn(span);
+    for (const RankSpans& rank : ranks_) {
+      for (const auto& chunk : rank.chunks) {
+        for (const TraceSpan& span : chunk) {
+          if ((span.iteration < 1 ? 1 : span.iteration) < cutoff_) fn(span);
+        }
       }
     }
   }
@@ -87,13 +114,16 @@ class TraceRecorder {
   // faults per default run instead of 10.1k).
   static constexpr std::size_t kChunkSpans = std::size_t{1} << 14;
   static constexpr std::int32_t kNoCutoff = INT32_MAX;
+  struct RankSpans {
+    std::vector<std::vector<TraceSpan>> chunks;
+    std::vector<std::size_t> per_iteration;  // spans kept, by iteration
+  };
   bool enabled_;
   std::vector<char> rank_mask_;
   std::vector<char> iteration_mask_;
   std::size_t max_spans_ = 0;
-  std::size_t kept_ = 0;
   std::int32_t cutoff_ = kNoCutoff;
-  std::vector<std::vector<TraceSpan>> chunks_;
+  std::vector<RankSpans> ranks_;
 };
 
 }  // namespace prefetchlab::sim

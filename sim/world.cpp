@@ -157,12 +157,11 @@ constexpr std::size_t kTraceBytesPerSpanEstimate = 200;
 
 void World::limit_trace() {
   const core::OutputConfig& output = scenario_.output;
-  if (output.trace_ranks.all() && output.trace_iterations.all() && output.timeline_budget_bytes == 0) return;
   const std::size_t max_spans =
       output.timeline_budget_bytes > 0
           ? std::max<std::size_t>(1, static_cast<std::size_t>(output.timeline_budget_bytes) / kTraceBytesPerSpanEstimate)
           : 0;
-  trace_.limit(simulated_rank_mask(trace_rank_mask_),
+  trace_.limit(collapse_.simulated_ranks, simulated_rank_mask(trace_rank_mask_),
                output.trace_iterations.all() ? std::vector<char>{}
                                              : output.trace_iterations.mask(scenario_.training.iterations + 1),
                max_spans);
@@ -234,6 +233,7 @@ void World::on_event(std::int64_t tag) {
 }
 
 void World::finalize_ready_iterations(TimeNs through_ns) {
+  trace_.apply_budget();  // no rank records now: it keeps the trace's memory near its budget
   while (finalized_ + 1 < static_cast<std::int32_t>(ranks_done_.size()) &&
          ranks_done_[static_cast<std::size_t>(finalized_ + 1)] == ranks() &&
          (through_ns == INT64_MAX || iteration_end_ns(finalized_ + 1) <= through_ns)) {
@@ -407,6 +407,7 @@ WorldResult World::run(const IterationSink& sink, const std::atomic<bool>* inter
     result_.message = "interrupted after " + std::to_string(finalized_) + " finished iterations";
   }
   for (auto& task : tasks) task.rethrow_if_failed();
+  trace_.apply_budget();
   for (const auto& engine : engines_) result_.events_processed += engine->events_processed();
   // What the unfinished iteration recorded (an OOM, a hang, an interrupt) still goes out: the
   // memory timeline up to the stop is what explains it.
@@ -551,9 +552,8 @@ TimeNs World::everyone_past_ns() const {
 }
 
 bool World::run_sweeps(const std::atomic<bool>* interrupt) {
-  // The trace and DeepSpeed's frames are one log for all ranks, written in the order ranks run.
-  const bool one_log = trace_.enabled() || shared_.deepspeed_frames;
-  const auto threads = static_cast<std::size_t>(one_log ? 1 : std::min<int>(threads_, ranks()));
+  // DeepSpeed's frames (for the Kineto export, a few ranks at most) run on one.
+  const auto threads = static_cast<std::size_t>(shared_.deepspeed_frames ? 1 : std::min<int>(threads_, ranks()));
   std::vector<char> moved(threads, 0);
   std::vector<char> interrupted(threads, 0);
   std::vector<std::exception_ptr> errors(threads);
@@ -573,6 +573,7 @@ bool World::run_sweeps(const std::atomic<bool>* interrupt) {
         engine.resume();  // out of memory: arrivals are deferred, so no mismatch stops a rank
         note_stop(static_cast<int>(r), engine.now_ns(), false);
       }
+      trace_.apply_budget();
       const bool started = communicator_->settle_arrivals();
       if (const auto& mismatch = communicator_->mismatch()) note_stop(ranks() - 1, mismatch->time_ns, true);
       if (stop_ns_ == INT64_MAX) finalize_ready_iterations(everyone_past_ns());

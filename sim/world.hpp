@@ -87,8 +87,8 @@ class World final : public EventHandler, public CollectiveListener {
 
   // Ranks apart may run on up to `threads` threads, a block of ranks each, meeting between
   // collectives: the outputs are the same whatever the count (tests/sim/rank_order_test.cpp).
-  // Not with a trace or DeepSpeed's frames (one log for all ranks), nor where ranks share one
-  // queue. Default 1.
+  // Not with DeepSpeed's frames (record_deepspeed_frames), nor where ranks share one queue.
+  // Default 1.
   void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
 
   const TraceRecorder& trace() const { return trace_; }

@@ -309,12 +309,14 @@ TEST(RunCommand, TwoNodesOfEveryBundledProfileRun) {
 }
 
 // --threads: where every rank is simulated the ranks run on that many threads, and the run is
-// the same, byte for byte, on any count; a count out of range is bad input.
+// the same, byte for byte, on any count: the trace too (each rank records its own spans), and
+// where a timeline budget leaves iterations out; a count out of range is bad input.
 TEST(RunCommand, ThreadCountsGiveTheSameRun) {
   const TempDir dir("run-threads");
   const std::string base = std::string(PREFETCHLAB_SOURCE_DIR) +
                            "/scenarios/default.yaml --no-expect --set training.iterations=3 "
-                           "--set training.warmup_iterations=1 --set noise.compute_jitter=0.03";
+                           "--set training.warmup_iterations=1 --set noise.compute_jitter=0.03 "
+                           "--set output.memory_timeline=true --set output.timeline_budget=8MB";
   std::string stdout_one;
   for (const std::string threads : {"1", "2"}) {
     const auto result = run_cli("run " + base + " --threads " + threads + " -o " + (dir.path() / threads).string());
@@ -331,7 +333,9 @@ TEST(RunCommand, ThreadCountsGiveTheSameRun) {
       output.replace(at, folder.size(), folder_one);
     }
     EXPECT_EQ(stdout_one, output);
-    for (const char* file : {"summary.json", "iterations.csv", "buckets.csv", "samples.csv"}) {
+    EXPECT_NE(read_file(dir.path() / "1" / "summary.json").find("iterations 2-3 left out"), std::string::npos)
+        << "the budget should leave iterations out";
+    for (const char* file : {"summary.json", "iterations.csv", "buckets.csv", "samples.csv", "memory.csv", "trace.json"}) {
       EXPECT_EQ(read_file(dir.path() / "1" / file), read_file(dir.path() / "2" / file)) << file;
     }
   }

@@ -72,3 +72,24 @@ TEST(RankThreads, AnInterruptStopsEveryThread) {
   EXPECT_EQ(result.status, pc::RunStatus::kInterrupted);
   EXPECT_LT(result.metrics.iterations.size(), 50u);
 }
+
+// Each rank records its own spans, so a traced run runs on threads too and keeps the same spans
+// in the same order.
+TEST(RankThreads, ATraceHoldsTheSameSpansOnAnyThreadCount) {
+  const pc::Scenario scenario = noisy("default.yaml", {"training.iterations=2", "training.warmup_iterations=1"});
+  const auto spans_on = [&](int threads) {
+    ps::World world(scenario, /*record_trace=*/true);
+    world.set_threads(threads);
+    EXPECT_EQ(world.run().status, pc::RunStatus::kOk);
+    std::string spans;
+    world.trace().for_each_span([&](const ps::TraceSpan& span) {
+      spans += std::to_string(span.rank) + ' ' + std::to_string(static_cast<int>(span.track)) + ' ' +
+               std::to_string(span.start_ns) + ' ' + std::to_string(span.duration_ns) + ' ' +
+               std::to_string(span.label) + '\n';
+    });
+    return spans;
+  };
+  const std::string one = spans_on(1);
+  EXPECT_GT(one.size(), 1000u);
+  EXPECT_EQ(one, spans_on(3));
+}
