@@ -228,7 +228,7 @@ void World::on_event(std::int64_t tag) {
   // Ranks on threads end iterations at once.
   std::atomic_ref<int>(ranks_done_[iteration]).fetch_add(1, std::memory_order_relaxed);
   // Where ranks run apart, the run loop finalizes once no rank can still stop before the
-  // iteration's end (ranks_apart_finalize).
+  // iteration's end (run_events).
   if (!ranks_apart()) finalize_ready_iterations(INT64_MAX);
 }
 
@@ -483,7 +483,7 @@ bool World::run_events(const std::atomic<bool>* interrupt) {
   // one reported, as in one queue. An iteration is finalized (written out) only once every rank
   // is past its end, so a stop before that end, found later, leaves it out as one queue would.
   //
-  // The sweeps run on threads_ threads (one where a trace is kept) until a stop, a hang or the
+  // The sweeps run on threads_ threads (one with DeepSpeed's frames) until a stop, a hang or the
   // end, and this loop, on one, takes over from there.
   const bool finished = run_sweeps(interrupt);
   communicator_->defer_starts(false);

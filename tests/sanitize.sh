@@ -22,13 +22,15 @@ jobs_wanted=("$@")
 #   `prefetchlab` command the GoogleTest cases run;
 # - cases that repeat long simulations the short cases already cover: the fidelity corpus, the
 #   compare tables (docs/controllers.md's, README's variable lengths), tune, every
-#   bundled/defect scenario end to end, calibrate-then-validate, the 64-rank collapse comparison;
+#   bundled/defect scenario end to end, calibrate-then-validate, the 64-rank collapse comparison,
+#   every bundled scenario in one queue and rank by rank (RankThreads runs the same code small);
 # - the executor's numeric checks but three (two ranks, offload on one rank, divergence): each
 #   runs real GEMMs through the same code, 10-70 s apiece under ASan.
 # - the Slurm test (slurm_sweep_array): a scheduler's integration, whose sweeps the sweep and
 #   merge cases cover.
 asan_exclude='^(plots_|setup_covers|torch_allocator|gpu_check_|slurm_)|^Fidelity\.|^CompareDocs\.|^VariableSeqLen\.|^Tune'
 asan_exclude+='|^RunCommand\.(EveryBundled|EveryDefect|Flipping)|^ValidateCommand\.CalibrateThenValidate|^RankSymmetry\.CollapsedRuns'
+asan_exclude+='|^RankOrder\.RanksRunApart'
 asan_exclude+='|^Executor\.(GatheredParametersAndReducedGradientsAreExact(OnOneRank|OnFourRanks|InFp32|With|When)'
 asan_exclude+='|TheHostBlocks|PlansAndBuckets|OffloadedParametersCrossTheHostLinkOnTheAllGather|OffloadFrees'
 asan_exclude+='|OneRankOffload|CpuAdam|CollectivesMatch)'

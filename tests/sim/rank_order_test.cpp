@@ -1,8 +1,7 @@
 // Ranks run apart (sim::EventOrder::kRankByRank: each rank alone up to the start of the
 // collective it waits in) give the figures of every rank's events in one time-ordered queue:
 // on every bundled scenario, as bundled and with per-rank noise, including the ones that stop
-// early (out of memory, a collective mismatch, a hang). On one thread or several
-// (World::set_threads), the same bytes.
+// early (out of memory, a collective mismatch, a hang); on three threads.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -43,19 +42,15 @@ TEST(RankOrder, RanksRunApartGiveTheFiguresOfOneQueueOnEveryBundledScenario) {
       if (!probe.ranks_apart()) continue;  // one rank, or ranks sharing cores: one queue either way
       const auto one_queue = world_run_files(*scenario, ps::RankSimulation::kEveryRank, out / "global",
                                              ps::EventOrder::kGlobal);
+      // On three threads, blocks of uneven size (one thread gives the same bytes:
+      // tests/sim/rank_threads_test.cpp).
       const auto rank_by_rank = world_run_files(*scenario, ps::RankSimulation::kEveryRank, out / "apart",
-                                                ps::EventOrder::kRankByRank);
-      // Three threads on blocks of uneven size: arrivals noted, collectives started between sweeps.
-      const auto threaded = world_run_files(*scenario, ps::RankSimulation::kEveryRank, out / "threads",
-                                            ps::EventOrder::kRankByRank, 3);
-      for (const auto* run : {&rank_by_rank, &threaded}) {
-        const std::string how = where + (run == &threaded ? " on 3 threads" : "");
-        EXPECT_EQ(one_queue.iterations, run->iterations) << how;
-        EXPECT_EQ(one_queue.buckets, run->buckets) << how;
-        EXPECT_EQ(one_queue.summary, run->summary) << how;
-        EXPECT_EQ(one_queue.samples, run->samples) << how;
-        EXPECT_EQ(one_queue.memory, run->memory) << how;
-      }
+                                                ps::EventOrder::kRankByRank, 3);
+      EXPECT_EQ(one_queue.iterations, rank_by_rank.iterations) << where;
+      EXPECT_EQ(one_queue.buckets, rank_by_rank.buckets) << where;
+      EXPECT_EQ(one_queue.summary, rank_by_rank.summary) << where;
+      EXPECT_EQ(one_queue.samples, rank_by_rank.samples) << where;
+      EXPECT_EQ(one_queue.memory, rank_by_rank.memory) << where;
       apart.insert(where);
       if (one_queue.summary.find("\"status\": \"ok\"") == std::string::npos) stopped.insert(where);
       ++runs;
