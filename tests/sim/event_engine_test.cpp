@@ -59,3 +59,30 @@ TEST(EventEngine, StopLeavesRemainingEventsQueued) {
   engine.run();
   EXPECT_EQ(s.calls, 5);
 }
+
+// A host step spends its time without an event only where that event would have run next: before
+// every pending event (an equal time was scheduled first and runs first), before the run loop's
+// limit, and not once a handler stopped the engine. It still counts as an event processed.
+TEST(EventEngine, AdvanceInlineOnlyWhereItsEventWouldRunNext) {
+  ps::EventEngine engine;
+  Recorder r;
+  r.engine = &engine;
+  engine.schedule_at(100, r, 1);
+  EXPECT_TRUE(engine.advance_inline(40));  // 40 < 100
+  EXPECT_EQ(engine.now_ns(), 40);
+  EXPECT_EQ(engine.events_processed(), 1u);
+  EXPECT_FALSE(engine.advance_inline(60));  // 100: the pending event was scheduled first
+  EXPECT_EQ(engine.now_ns(), 40);
+  EXPECT_TRUE(engine.advance_inline(59));
+  engine.set_limit_ns(120);
+  engine.run_one();  // the event at 100
+  EXPECT_FALSE(engine.advance_inline(20));  // at the limit
+  EXPECT_TRUE(engine.advance_inline(19));
+  engine.lower_limit_ns(200);  // lowers only
+  EXPECT_FALSE(engine.advance_inline(1));
+  engine.set_limit_ns(INT64_MAX);
+  engine.stop();
+  EXPECT_FALSE(engine.advance_inline(1));
+  EXPECT_EQ(engine.now_ns(), 119);
+  EXPECT_EQ(engine.events_processed(), 4u);  // two steps inline, one event, one more step
+}
