@@ -306,7 +306,11 @@ HostDeviceGroup::HostDeviceGroup(const HostDeviceOptions& options)
 
 HostDeviceGroup::~HostDeviceGroup() {
   if (process_) process_->detach();
-  devices_.clear();  // their stream workers may still be in a collective of the transport
+  // Every rank's stream workers stop before any rank's memory goes: after a failure one rank's
+  // worker leaves a collective at once while another's may still be reading the first rank's
+  // buffers in it (a SEGV under TSan on a loaded machine, in Rendezvous::run's reduction).
+  for (auto& device : devices_) device->join_streams();
+  devices_.clear();
 }
 
 Device& HostDeviceGroup::device(int rank) {

@@ -73,6 +73,9 @@ class HostDevice final : public Device {
  public:
   HostDevice(int rank, HostDeviceGroup& group, const HostDeviceOptions& options);
   ~HostDevice() override;
+  // Drains and joins this rank's stream workers (the group does it for every rank before any
+  // rank's memory goes: another rank's worker may still be reading it inside a collective).
+  void join_streams() { streams_.clear(); }
 
   int rank() const override { return rank_; }
   int world_size() const override;
