@@ -87,14 +87,13 @@ void Communicator::arrive(int rank, std::int64_t seq, Stream& stream) {
   slot(seq);  // made by the first to arrive
   if (arrived(seq, rank)) throw std::logic_error("rank arrived twice at a collective");
   arrived(seq, rank) = &stream;
-  count_arrival(rank, seq, engine_of(rank).now_ns(), listener_.computing_at_arrival(rank));
+  count_arrival(seq, engine_of(rank).now_ns(), listener_.computing_at_arrival(rank));
   // Ranks apart: this rank's host may no longer run alone past the collective's earliest start.
   if (ranks_apart()) engine_of(rank).lower_limit_ns(open_latest_arrival_ns_);
   if (!complete_if_everyone_arrived(seq)) engine_of(rank).stop();
 }
 
-void Communicator::count_arrival(int rank, std::int64_t seq, TimeNs arrival_ns, bool computing) {
-  (void)rank;
+void Communicator::count_arrival(std::int64_t seq, TimeNs arrival_ns, bool computing) {
   Slot& s = slot(seq);
   if (s.arrivals == 0 || arrival_ns > open_latest_arrival_ns_) open_latest_arrival_ns_ = arrival_ns;
   open_seq_ = seq;
@@ -146,8 +145,8 @@ void Communicator::defer_starts(bool defer) {
   }
   if (running_.seq >= 0 || open_seq_ >= 0) throw std::logic_error("collective starts deferred mid-collective");
   left_seq_.assign(ranks, slot_base_ - 1);
-  // Where the first arrivals land.
-  slot(slot_base_ + static_cast<std::int64_t>(slots_.size()) - (slots_.empty() ? 0 : 1));
+  // Nothing open or running: the next arrivals land at slot_base_.
+  if (slots_.empty()) slot(slot_base_);
 }
 
 bool Communicator::settle_arrivals() {
@@ -159,7 +158,7 @@ bool Communicator::settle_arrivals() {
     if (noted_seq_[i] < 0) continue;
     if (seq >= 0 && noted_seq_[i] != seq) throw std::logic_error("ranks arrived at two open collectives");
     seq = noted_seq_[i];
-    count_arrival(r, seq, noted_arrival_ns_[i], noted_computing_[i] != 0);
+    count_arrival(seq, noted_arrival_ns_[i], noted_computing_[i] != 0);
     noted_seq_[i] = -1;
   }
   if (seq < 0 || slot(seq).arrivals < ranks_) return false;

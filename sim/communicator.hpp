@@ -145,9 +145,10 @@ class Communicator final : public EventHandler {
   bool ranks_apart() const { return !ports_.empty(); }
   EventEngine& engine_of(int rank) const { return *engines_[static_cast<std::size_t>(rank)]; }
   void start(std::int64_t seq, const CollectiveCall& reference);
-  // Counts rank `rank`'s arrival at `seq` at `arrival_ns`; where it was the last, checks the
-  // calls match and starts the collective (else notes the mismatch and returns false).
-  void count_arrival(int rank, std::int64_t seq, TimeNs arrival_ns, bool computing);
+  // Counts an arrival at `seq` at `arrival_ns`.
+  void count_arrival(std::int64_t seq, TimeNs arrival_ns, bool computing);
+  // Where every rank has arrived at `seq`, checks the calls match and starts the collective;
+  // false when they do not (mismatch() says how).
   bool complete_if_everyone_arrived(std::int64_t seq);
   // Ends the running collective's bookkeeping once every rank has left it (deferred starts).
   void finish_running_if_left();

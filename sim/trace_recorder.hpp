@@ -2,6 +2,7 @@
 // Everything that happened on the simulated timelines, kept compactly until the run ends and
 // trace.json is written (a whole-document file; docs/architecture.md,
 // "Conventions").
+#include <algorithm>
 #include <cstddef>
 #include <climits>
 #include <cstdint>
@@ -80,20 +81,18 @@ class TraceRecorder {
   // where it ends does not depend on when this ran. Spans already kept past it are not written.
   void apply_budget() {
     if (max_spans_ == 0) return;
+    std::size_t iterations = 0;  // past the last iteration any rank kept a span of
+    for (const RankSpans& rank : ranks_) iterations = std::max(iterations, rank.per_iteration.size());
     std::size_t total = 0;
-    for (std::int32_t i = 1; i < cutoff_; ++i) {
-      bool any_rank_has_it = false;
+    // Iterations with no span (output.trace_iterations left them out) count nothing.
+    for (std::int32_t i = 1; i < cutoff_ && static_cast<std::size_t>(i) < iterations; ++i) {
       for (const RankSpans& rank : ranks_) {
-        if (static_cast<std::size_t>(i) < rank.per_iteration.size()) {
-          total += rank.per_iteration[static_cast<std::size_t>(i)];
-          any_rank_has_it = true;
-        }
+        if (static_cast<std::size_t>(i) < rank.per_iteration.size()) total += rank.per_iteration[static_cast<std::size_t>(i)];
       }
       if (total > max_spans_) {
         cutoff_ = i;
         return;
       }
-      if (!any_rank_has_it) return;  // no later iteration holds spans yet
     }
   }
   // Every span kept, rank by rank, each rank's in the order recorded.

@@ -235,20 +235,21 @@ void World::on_event(std::int64_t tag) {
 void World::finalize_ready_iterations(TimeNs through_ns) {
   trace_.apply_budget();  // no rank records now: it keeps the trace's memory near its budget
   while (finalized_ + 1 < static_cast<std::int32_t>(ranks_done_.size()) &&
-         ranks_done_[static_cast<std::size_t>(finalized_ + 1)] == ranks() &&
-         (through_ns == INT64_MAX || iteration_end_ns(finalized_ + 1) <= through_ns)) {
+         ranks_done_[static_cast<std::size_t>(finalized_ + 1)] == ranks()) {
+    // Where ranks run apart some may be past this iteration's end already: it is finalized once
+    // no rank can stop before its end, and they give their timeline up to it, as they would have
+    // with every rank in one queue.
+    const TimeNs end_ns = ranks_apart() ? iteration_end_ns(finalized_ + 1) : INT64_MAX;
+    if (through_ns != INT64_MAX && end_ns > through_ns) break;
     ++finalized_;
     std::vector<core::TimingSample> samples;
     std::vector<core::BucketRecord> buckets;
     const bool with_samples = !sink_ || !sink_->on_iteration || sink_->wants_samples;
     const core::IterationRecord record = combine(finalized_, with_samples, samples, buckets);
-    // Where ranks run apart some may be past this iteration's end already: they give their
-    // timeline up to it, as they would have with every rank in one queue.
-    const TimeNs timeline_through_ns = ranks_apart() ? iteration_end_ns(finalized_) : INT64_MAX;
     for (auto& rank : ranks_) {
       rank->forget_before_iteration(finalized_);
-      take_memory_timeline(*rank, false, timeline_through_ns);
-      rank->memory().forget_history_through(timeline_through_ns);
+      take_memory_timeline(*rank, false, end_ns);
+      rank->memory().forget_history_through(end_ns);
     }
     result_.metrics.iterations.push_back(record);
     // With a sink the rows are streamed out; keeping them too would grow without bound.
