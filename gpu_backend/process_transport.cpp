@@ -63,6 +63,10 @@ void ProcessTransport::run_through_shared_memory(const CollectiveCall& call, nlo
   slots_->write_own(pointer(call.send), bytes);
   header["shared_memory"] = true;
   link_.collective(header, {});  // arrival: every rank's input is in its file
+  // Every rank has created its file by now; once all hold all open (after this collective's
+  // departure), the names can go (shared_memory_slots.hpp).
+  const bool first = !slots_->unlinked();
+  if (first) slots_->open_peers();
   const std::int64_t element = element_bytes(call.type);
   switch (call.kind) {
     case CollectiveKind::kAllGather:
@@ -94,6 +98,7 @@ void ProcessTransport::run_through_shared_memory(const CollectiveCall& call, nlo
                     {"recv_bytes", 0},
                     {"what", "the end of " + call.describe()}},
                    {});
+  if (first) slots_->unlink_own();
 }
 
 }  // namespace prefetchlab::gpu::host

@@ -31,7 +31,26 @@ SharedMemorySlots::~SharedMemorySlots() {
     if (m.address) ::munmap(m.address, m.bytes);
     if (m.fd >= 0) ::close(m.fd);
   }
-  ::shm_unlink(name(prefix_, rank_).c_str());
+  if (!unlinked_) ::shm_unlink(name(prefix_, rank_).c_str());
+}
+
+void SharedMemorySlots::open(int rank, Mapping& m) {
+  if (m.fd >= 0) return;
+  const std::string file = name(prefix_, rank);
+  m.fd = ::shm_open(file.c_str(), O_RDONLY | O_CLOEXEC, 0);
+  if (m.fd < 0) throw std::runtime_error("cannot open rank " + std::to_string(rank) + "'s shared memory " + file + ": " + errno_text());
+}
+
+void SharedMemorySlots::open_peers() {
+  for (std::size_t q = 0; q < mappings_.size(); ++q) open(static_cast<int>(q), mappings_[q]);
+}
+
+void SharedMemorySlots::unlink_own() {
+  if (unlinked_) return;
+  if (::shm_unlink(name(prefix_, rank_).c_str()) != 0) {
+    throw std::runtime_error("cannot remove the shared memory file " + name(prefix_, rank_) + ": " + errno_text());
+  }
+  unlinked_ = true;
 }
 
 void SharedMemorySlots::map(Mapping& m, std::uint64_t bytes, bool writable) {
@@ -60,11 +79,8 @@ void SharedMemorySlots::write_own(const void* data, std::uint64_t bytes) {
 const std::byte* SharedMemorySlots::slot(int rank, std::uint64_t bytes) {
   Mapping& m = mappings_.at(static_cast<std::size_t>(rank));
   if (m.bytes >= bytes) return m.address;
+  open(rank, m);
   const std::string file = name(prefix_, rank);
-  if (m.fd < 0) {
-    m.fd = ::shm_open(file.c_str(), O_RDONLY | O_CLOEXEC, 0);
-    if (m.fd < 0) throw std::runtime_error("cannot open rank " + std::to_string(rank) + "'s shared memory " + file + ": " + errno_text());
-  }
   struct stat info {};
   if (::fstat(m.fd, &info) != 0 || static_cast<std::uint64_t>(info.st_size) < bytes) {
     throw std::runtime_error("rank " + std::to_string(rank) + "'s shared memory " + file + " holds fewer than " + std::to_string(bytes) + " bytes");

@@ -6,6 +6,11 @@
 // a peer's file is mapped when first read and mapped again when it has grown. Ordering (written
 // before read, read before overwritten) comes from rank 0's store: a round trip before and after
 // each collective (process_transport.cpp).
+//
+// Once every rank holds every peer's file open (after the first collective), each rank removes
+// its file's name: the memory lives on through the open descriptors and goes with the last of
+// them, so a rank killed later (kill -9, an out-of-memory kill) leaves nothing in /dev/shm. A
+// file is named in /dev/shm only from a rank's start to its first collective's end.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,7 +24,14 @@ class SharedMemorySlots {
   SharedMemorySlots(std::string prefix, int rank, int world_size);
   SharedMemorySlots(const SharedMemorySlots&) = delete;
   SharedMemorySlots& operator=(const SharedMemorySlots&) = delete;
-  ~SharedMemorySlots();  // unmaps everything and removes this rank's file
+  ~SharedMemorySlots();  // unmaps everything and removes this rank's file if still named
+
+  // Opens every peer's file (each peer has created it: call after a barrier that follows every
+  // rank's construction).
+  void open_peers();
+  // Removes this rank's file's name (call after a barrier that follows every rank's open_peers).
+  void unlink_own();
+  bool unlinked() const { return unlinked_; }
 
   // Copies `bytes` from `data` into this rank's file (growing it first).
   void write_own(const void* data, std::uint64_t bytes);
@@ -37,10 +49,12 @@ class SharedMemorySlots {
     std::uint64_t bytes = 0;
   };
   void map(Mapping& m, std::uint64_t bytes, bool writable);
+  void open(int rank, Mapping& m);
 
   std::string prefix_;
   int rank_;
   std::vector<Mapping> mappings_;  // per rank; this rank's is its own file
+  bool unlinked_ = false;
 };
 
 }  // namespace prefetchlab::gpu::host

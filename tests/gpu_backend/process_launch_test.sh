@@ -18,8 +18,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/prefetchlab-launch-XXXXXX")
 pids=()
+jobs_launched=()  # PORT-PID of each job's rank 0: the prefix of its shared memory files
 cleanup() {
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  # What a failed check left, so that no run of this test fills /dev/shm.
+  for job in "${jobs_launched[@]}"; do rm -f /dev/shm/prefetchlab-"$job"-*; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -38,9 +41,14 @@ launch() {
     rank_pids+=($!)
     pids+=($!)
   done
+  job="$port-${rank_pids[0]}"
+  jobs_launched+=("$job")
 }
-# Each rank removes its shared memory file; rank 0's store removes what a killed rank left.
-shm_left() { ls /dev/shm 2>/dev/null | grep -c "^prefetchlab-$1-" || true; }
+# The last launched job's shared memory files still named in /dev/shm. Each rank removes its
+# file's name once every rank holds every file open (after the first collective), so nothing is
+# left even by a rank killed later. Files are named by the port and rank 0's pid: another job's
+# (another test, or a run killed long ago) never counts.
+shm_left() { ls /dev/shm 2>/dev/null | grep -c "^prefetchlab-$job-" || true; }
 # wait_rank PID: its exit code in rc (not in a subshell, which cannot wait for this shell's children)
 wait_rank() { rc=0; wait "$1" || rc=$?; }
 
@@ -59,7 +67,7 @@ for world in 2 4; do
   done
   grep -q "rank 1 of $world: 1 run(s) done; rank 0 writes the report" "$work/processes$world.rank1.log" || fail "rank 1's closing line"
   python3 "$here/compare_records.py" "$work/threads$world" "$work/processes$world" || fail "$world processes ($data) vs $world threads"
-  [[ $(shm_left "$port") == 0 ]] || fail "$world processes left shared memory files"
+  [[ $(shm_left) == 0 ]] || fail "$world processes left shared memory files"
 done
 
 
@@ -130,9 +138,10 @@ kill_mid_run() {
   grep -q "$message" "$work/$name.rank$survivor.log" || fail "rank $survivor's message does not name rank $victim"
 }
 kill_mid_run killed 1 0 "rank 1 failed in .*its process exited or its connection to the store broke"
-[[ $(shm_left "$port") == 0 ]] || fail "the killed rank's shared memory file is left"
-# Rank 0 killed: its store goes with it.
+[[ $(shm_left) == 0 ]] || fail "the killed rank 1's shared memory file is left"
+# Rank 0 killed: its store goes with it, and nothing is left to remove its file but itself.
 kill_mid_run killed0 0 1 "rank 0 failed in .*rank 0's store at 127.0.0.1:[0-9]* closed the connection"
+[[ $(shm_left) == 0 ]] || fail "the killed rank 0's shared memory file is left"
 
 # A rank that stops answering: the others end within --rank-timeout (2 s), naming it.
 launch 2 stopped "${long[@]}" --rank-timeout 2
@@ -145,6 +154,8 @@ kill -9 "${rank_pids[1]}" 2>/dev/null || true
 ((SECONDS - stopped_at <= 15)) || fail "rank 0 took $((SECONDS - stopped_at)) s to end after rank 1 stopped"
 grep -q "rank 1 failed in .*did not reach the collective within 2000 ms" "$work/stopped.rank0.log" ||
   fail "rank 0's message does not name the stopped rank 1"
+wait_rank "${rank_pids[1]}"
+[[ $(shm_left) == 0 ]] || fail "the stopped and killed rank 1's shared memory file is left"
 
 # Ranks that run different scenarios (rank 1 with one more override).
 port=$(free_port)
