@@ -21,6 +21,11 @@ constexpr double kGemmShapeExponent = 1.496;
 constexpr double kGemmHalfVolume = 2.54e9;  // M*N*K at which an H100 reaches half its plateau
 constexpr double kGemmReferenceSms = 132;   // H100 SXM, the GPU of the sweep
 
+// Tile and wave quantization (see gemm_wave_fraction in the header): the output tile one SM
+// computes at a time, rows x columns.
+constexpr double kGemmTileRows = 128;
+constexpr double kGemmTileCols = 256;
+
 // Attention sequence-length fit (see attention_seq_fraction in the header).
 constexpr double kAttentionHalfSeqForward = 412;
 constexpr double kAttentionExponentForward = 1.30;
@@ -64,6 +69,7 @@ ComputeModel::ComputeModel(const core::HardwareProfile& profile,
   attention_backward_flops_per_s_ = *peak * calibration.attention_backward_efficiency;
   kernel_gap_ns_ = calibration.kernel_gap_ns;
   gemm_backward_rate_ratio_ = calibration.gemm_backward_rate_ratio;
+  sm_count_ = profile.gpu.sm_count;
   gemm_half_volume_ = calibration.gemm_half_volume_mnk ? *calibration.gemm_half_volume_mnk :
       kGemmHalfVolume * (profile.gpu.sm_count > 0 ? profile.gpu.sm_count / kGemmReferenceSms : 1.0);
   effective_memory_bytes_per_s_ =
@@ -87,9 +93,18 @@ double ComputeModel::gemm_shape_fraction(double mnk) const {
   return 1.0 / (1.0 + std::pow(gemm_half_volume_ / mnk, kGemmShapeExponent));
 }
 
+double ComputeModel::gemm_wave_fraction(double m, double n) const {
+  if (sm_count_ <= 0 || !(m >= kGemmTileRows) || !(n >= kGemmTileCols)) return 1.0;
+  const double tiles = std::ceil(m / kGemmTileRows) * std::ceil(n / kGemmTileCols);
+  const double sms = static_cast<double>(sm_count_);
+  if (tiles <= sms) return 1.0;  // one wave, partly filled: the volume curve's small sizes
+  return m * n / (std::ceil(tiles / sms) * sms * kGemmTileRows * kGemmTileCols);
+}
+
 TimeNs ComputeModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k) const {
   const double mnk = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  return kernel_ns_at(2.0 * mnk, 0, gemm_shape_fraction(mnk));
+  return kernel_ns_at(2.0 * mnk, 0,
+                      gemm_shape_fraction(mnk) * gemm_wave_fraction(static_cast<double>(m), static_cast<double>(n)));
 }
 
 double ComputeModel::attention_seq_fraction(std::int64_t seq_len, bool backward) {
@@ -106,7 +121,9 @@ double ComputeModel::gemm_fraction(const core::KernelSpec& kernel, std::int64_t 
   const double s = static_cast<double>(seq_len);
   const double volume = static_cast<double>(v.fixed) +
                         b * s * (static_cast<double>(v.per_token) + static_cast<double>(v.per_token_per_position) * s);
-  return gemm_shape_fraction(volume);
+  if (kernel.gemm_n <= 0 || kernel.gemm_k <= 0) return gemm_shape_fraction(volume);
+  const double n = static_cast<double>(kernel.gemm_n);
+  return gemm_shape_fraction(volume) * gemm_wave_fraction(volume / (n * static_cast<double>(kernel.gemm_k)), n);
 }
 
 TimeNs ComputeModel::kernel_forward_ns(const core::KernelSpec& kernel, std::int64_t micro_batch,
@@ -129,8 +146,9 @@ TimeNs ComputeModel::kernel_backward_ns(const core::KernelSpec& kernel, std::int
   const double flops = kernel.backward_flops_factor * static_cast<double>(kernel.flops.at(micro_batch, seq_len));
   const double bytes = kernel.backward_bytes_factor * static_cast<double>(kernel.bytes.at(micro_batch, seq_len));
   switch (kernel.kind) {
-    // dgrad and wgrad have the forward GEMM's M*N*K, so the same shape efficiency, at the
-    // backward's measured share of the forward's rate.
+    // dgrad and wgrad have the forward GEMM's M*N*K, so the same shape efficiency (and, an
+    // estimate, the forward output's quantization), at the backward's measured share of the
+    // forward's rate.
     case core::KernelKind::kGemm:
       return kernel_ns_at(flops, bytes, gemm_backward_rate_ratio_ * gemm_fraction(kernel, micro_batch, seq_len));
     case core::KernelKind::kAttention:

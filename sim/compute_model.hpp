@@ -41,12 +41,28 @@ class ComputeModel {
   // (989 x 0.803)); it reproduces the sweep within 3%. Scaling v0 by SMs (a GPU with fewer SMs
   // fills up with fewer tiles) is an estimate; calibrate on the real card.
   double gemm_shape_fraction(double mnk) const;
-  // One GEMM (M x K) x (K x N): 2MNK FLOPs at the shape's efficiency; memory traffic ignored.
+  // Tile and wave quantization of an M x N output (NVIDIA, "Matrix Multiplication Background
+  // User's Guide", Deep Learning Performance documentation: tile and wave quantization): each SM
+  // computes one 128 x 256 tile at a time, so a GEMM takes whole waves of sm_count tiles and pays
+  // for the padding of its last row and column of tiles. The fraction is the useful share,
+  // M N / (waves x sm_count x 128 x 256), once the output needs more than one wave; a GEMM that
+  // fits in one wave is left to the volume curve (whose small sizes under-fill the GPU), and so
+  // is one smaller than a tile either way (cuBLAS picks other tiles there). 1 without an SM count.
+  // The tile is one, fixed: cuBLAS chooses among several per shape, so this is an estimate.
+  // Checked on one H200 (tests/sim/kernel_costs_test.cpp): with it, the volume curve and the
+  // default gemm_efficiency (core/hardware/calibration.cpp), 8192^3 runs at 744 TFLOPS
+  // (measured 762), a Llama-2-7B layer's forward GEMMs (M = 4096; N = 4096, 11008) 1.3% and
+  // 2.3% slower than measured, a GPT-2-XL layer's (N = 4800, 1600, 6400) at 0.41 ms against
+  // 0.43 (-5%; without it -20%).
+  double gemm_wave_fraction(double m, double n) const;
+  // One GEMM (M x K) x (K x N): 2MNK FLOPs at the shape's efficiency and quantization; memory
+  // traffic ignored.
   TimeNs gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k) const;
 
   // One kernel of a module's own work (core/model/kernel_spec.hpp), forward, and what autograd
   // runs for it in backward (its backward kernels together, without launch gaps):
-  //   gemm       FLOPs at gemm_efficiency x gemm_shape_fraction(its volume), or its bytes;
+  //   gemm       FLOPs at gemm_efficiency x gemm_shape_fraction(its volume) x
+  //              gemm_wave_fraction(its M, N) where the kernel knows N and K, or its bytes;
   //   attention  FLOPs at attention_efficiency (backward: attention_backward_efficiency) x
   //              attention_seq_fraction(s), or its bytes;
   //   memory     bytes at the memory ceiling, or its FLOPs at the dense ceiling.
@@ -117,6 +133,7 @@ class ComputeModel {
   double gemm_fraction(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
 
   double gemm_half_volume_ = 0;  // v0, scaled by the GPU's SMs
+  int sm_count_ = 0;             // 0: no wave quantization
   double gemm_backward_rate_ratio_ = 1;
   double effective_flops_per_s_ = 0;
   double attention_flops_per_s_ = 0;

@@ -194,14 +194,17 @@ double default_gemm_efficiency(std::string_view gpu_model) {
       {"A100", 0.869},   // 271.2 of 312 (SXM); PCIe handled below
       {"A800", 0.869},   // not measured: A100 silicon with a cut NVLink, assumed the same
   }};
-  // MAMF is the best shape of a sweep; a model's own GEMMs run below it. One H200 (PyTorch 2.11,
-  // bf16) ran a Llama-2-7B layer's forward GEMMs at M = 4096 tokens at 743 and 751 TFLOPS, 0.944
-  // of what the MAMF rate and this model's shape curve give them; taken for every GPU's MAMF.
-  constexpr double kRealShapesOfMamf = 0.944;
+  // MAMF is the best shape of a sweep; a model's own GEMMs run below it, by their output's tile
+  // and wave quantization (sim::ComputeModel::gemm_wave_fraction, applied per GEMM) and by this
+  // factor: measured over modelled rate, geometric mean over the four GEMM measurements of one
+  // H200 (PyTorch 2.11, bf16): 8192^3 at 762 TFLOPS, a Llama-2-7B layer's forward GEMMs at
+  // M = 4096 at 743 and 751, a GPT-2-XL layer's at 582 (0.99, 0.98, 0.99, 0.91 of the MAMF
+  // rate x volume curve x quantization). Taken for every GPU's MAMF.
+  constexpr double kModelGemmsOfMamf = 0.966;
   const bool pcie = gpu_model.find("PCIe") != std::string_view::npos;
-  if (pcie && gpu_model.find("A100") != std::string_view::npos) return 0.811 * kRealShapesOfMamf;  // 252.9 TFLOPS
+  if (pcie && gpu_model.find("A100") != std::string_view::npos) return 0.811 * kModelGemmsOfMamf;  // 252.9 TFLOPS
   for (const auto& [name, efficiency] : kMamf) {
-    if (gpu_model.find(name) != std::string_view::npos) return efficiency * kRealShapesOfMamf;
+    if (gpu_model.find(name) != std::string_view::npos) return efficiency * kModelGemmsOfMamf;
   }
   return CalibrationConstants{}.gemm_efficiency;
 }

@@ -56,9 +56,10 @@ struct CalibrationConstants {
   // Backward GEMMs (data and weight gradients: the forward's M*N*K with transposed operands)
   // run at this fraction of the forward GEMMs' rate. Fitted to one H200 (PyTorch 2.11, cuBLAS,
   // bf16): a Llama-2-7B layer at batch 1 x 4096 tokens spends 6.72 ms in backward against
-  // 3.07 in forward, which this model matches with backward GEMMs at 0.853 of the forward's rate
-  // (forward GEMMs at their measured real-shape rate, attention at cuDNN's, as that PyTorch ran
-  // them: tests/sim/kernel_costs_test.cpp). One GPU's fit: listed as uncalibrated until measured.
+  // 3.07 in forward, which this model matched with backward GEMMs at 0.853 of the forward's rate
+  // (attention at cuDNN's, as that PyTorch ran it: tests/sim/kernel_costs_test.cpp); with tile
+  // and wave quantization since, forward + backward is within 1.4% of both measured layers. One
+  // GPU's fit: listed as uncalibrated until measured.
   double gemm_backward_rate_ratio = 0.853;
   // Device idle time between two back-to-back kernels of one stream when the host is ahead
   // (the next kernel's launch after the previous one retires). NVIDIA's CUDA Graphs post

@@ -35,6 +35,12 @@ struct KernelSpec {
   // input). For a Linear, per_token = in*out (M = tokens); for eager attention's batched QK^T and
   // PV, per_token_per_position = hidden (M*N*K = b*heads*s*s*head_dim).
   TokenScaled gemm_volume;
+  // GEMMs: the output's columns N and the reduction's length K of one launch (a Linear: its out
+  // and in features), so that M = volume / (N K) and the output's tiles can be counted (tile and
+  // wave quantization: sim/compute_model.hpp). 0 = not known (eager attention's batched GEMMs):
+  // priced by volume alone.
+  std::int64_t gemm_n = 0;
+  std::int64_t gemm_k = 0;
   // Backward: how many kernels autograd launches for this one, and their total FLOPs and bytes as
   // multiples of the forward's. A Linear is 2 GEMMs of its forward's FLOPs each (grad input, grad
   // weight); an elementwise op reads the saved input and the output gradient and writes the input

@@ -96,6 +96,8 @@ ModuleCosts linear_costs(std::int64_t in_features, std::int64_t out_features, bo
   k.bytes.fixed = weight_numel * element_bytes;
   k.bytes.per_token = (in_features + out_features) * element_bytes;
   k.gemm_volume.per_token = in_features * out_features;
+  k.gemm_n = out_features;
+  k.gemm_k = in_features;
   k.backward_kernels = 2;  // dgrad, wgrad (the bias gradient's reduction is fused or tiny)
   k.backward_flops_factor = 2.0;
   k.backward_bytes_factor = 2.0;

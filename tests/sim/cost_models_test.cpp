@@ -20,6 +20,7 @@
 #include "core/hardware/hardware_profile.hpp"
 #include "core/input/input_error.hpp"
 #include "core/model/model_config.hpp"
+#include "core/model/module_costs.hpp"
 #include "core/scenario/scenario.hpp"
 #include "sim/collective_cost_model.hpp"
 #include "sim/compute_model.hpp"
@@ -33,8 +34,9 @@ using prefetchlab::testing::TempDir;
 
 namespace {
 
-// The fraction of MAMF a model's own GEMMs reach (core/hardware/calibration.cpp).
-constexpr double kRealShapesOfMamf = 0.944;
+// The fraction of MAMF a model's own GEMMs reach before their shape's volume and quantization
+// (core/hardware/calibration.cpp).
+constexpr double kModelGemmsOfMamf = 0.966;
 
 const fs::path kSourceDir(PREFETCHLAB_SOURCE_DIR);
 const pc::BundledData kBundled = pc::BundledData::from_root(kSourceDir);
@@ -280,9 +282,9 @@ TEST(RingCostModel, ImpossibleShapesThrow) {
 TEST(ComputeModel, KernelTakesTheLongerOfFlopsAndBytes) {
   const auto p = profile("h100-sxm-8x");
   const ps::ComputeModel m(p, p.calibration, pc::DType::kBF16);
-  // MAMF (stas00/ml-engineering compute/accelerator/README.md) at the real-shape fraction
-  // measured on an H200 (core/hardware/calibration.cpp, default_gemm_efficiency).
-  const double flops_per_s = 989e12 * 0.803 * kRealShapesOfMamf;
+  // MAMF (stas00/ml-engineering compute/accelerator/README.md) at the fraction a model's GEMMs
+  // reach on an H200 (core/hardware/calibration.cpp, default_gemm_efficiency).
+  const double flops_per_s = 989e12 * 0.803 * kModelGemmsOfMamf;
   const double bytes_per_s = 3350e9 * 0.87;
   EXPECT_DOUBLE_EQ(m.effective_flops_per_s(), flops_per_s);
   EXPECT_DOUBLE_EQ(m.effective_memory_bytes_per_s(), bytes_per_s);
@@ -362,7 +364,9 @@ TEST(ComputeModel, LlamaLayerForwardOnH100NearResearchFigure) {
   const pc::ModelSpec llama =
       pc::load_model_file(kSourceDir / "models/llama-2-7b.yaml", pc::DType::kBF16);
   // GEMMs of M = 4096 tokens by 4096 x 4096 (q, k, v, o) and 4096 x 11008 (gate, up, down)
-  // reach 99.1% and 99.8% of the MAMF plateau (gemm_shape_fraction).
+  // reach 99.1% and 99.8% of the MAMF plateau by volume (gemm_shape_fraction), and 97.0% and
+  // 94.7% of it by their tiles (gemm_wave_fraction: 4 waves of 512 tiles of 128 x 256, 11 of
+  // 1,376 on 132 SMs; down's output is 4096 wide).
   ps::TimeNs layer_ns = 0;
   ps::TimeNs linear_ns = 0;
   double expected_linear_ns = 0;
@@ -376,15 +380,52 @@ TEST(ComputeModel, LlamaLayerForwardOnH100NearResearchFigure) {
     if (module.class_name == "Linear") {
       linear_ns += t;
       const double mnk = 4096.0 * static_cast<double>(module.forward_flops.per_token) / 2;
-      expected_linear_ns += 2 * mnk / (989e12 * 0.803 * kRealShapesOfMamf * m.gemm_shape_fraction(mnk)) * 1e9;
+      const double n = static_cast<double>(module.kernels.front().gemm_n);
+      const double waves = n == 4096 ? 512.0 / (4 * 132) : 1376.0 / (11 * 132);  // whole tiles: N % 256 == 0
+      EXPECT_DOUBLE_EQ(m.gemm_wave_fraction(4096, n), waves) << module.name;
+      expected_linear_ns += 2 * mnk / (989e12 * 0.803 * kModelGemmsOfMamf * m.gemm_shape_fraction(mnk) * waves) * 1e9;
     }
   }
   EXPECT_NEAR(as_double(linear_ns), expected_linear_ns, 1e3);
-  EXPECT_NEAR(as_double(linear_ns), 1.658e12 / (989e12 * 0.803 * kRealShapesOfMamf) * 1e9, 0.01 * 2.22e6);  // ~2.2 ms
+  // ~2.3 ms: 5.1% over the FLOPs at the plateau (q, k, v, o: 3.8%; gate, up, down: 5.8%).
+  EXPECT_NEAR(as_double(linear_ns), 1.658e12 / (989e12 * 0.803 * kModelGemmsOfMamf) * 1e9 * 1.05, 0.01 * 2.3e6);
   // Around the GEMMs: FlashAttention-2 at its H100 rate (~0.43 ms) and eager PyTorch's norms,
   // rotary, SiLU, product and adds (~0.6 ms): together 35-75% on top of the linears (1.65x here).
   EXPECT_GT(as_double(layer_ns), 1.35 * as_double(linear_ns));
   EXPECT_LT(as_double(layer_ns), 1.75 * as_double(linear_ns));
+}
+
+// Tile and wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide"): an
+// output of more than one wave of 128 x 256 tiles pays for whole waves and padded tiles.
+TEST(ComputeModel, GemmWaveFractionCountsWholeWavesOfTiles) {
+  auto p = profile("h100-sxm-8x");  // 132 SMs
+  const ps::ComputeModel m(p, p.calibration, pc::DType::kBF16);
+  const double tile = 128.0 * 256.0;
+  // GPT-2-XL's output projection at 4,096 tokens: 32 x 7 = 224 tiles (the last column padded
+  // from 1,600 to 1,792), 2 waves.
+  EXPECT_DOUBLE_EQ(m.gemm_wave_fraction(4096, 1600), 4096.0 * 1600.0 / (2 * 132 * tile));
+  // 133 whole tiles: a second wave for one tile.
+  EXPECT_DOUBLE_EQ(m.gemm_wave_fraction(133 * 128, 256), 133.0 / 264.0);
+  // One wave or less (132 tiles, 128 tiles) is the volume curve's: nothing more.
+  EXPECT_DOUBLE_EQ(m.gemm_wave_fraction(132 * 128, 256), 1.0);
+  EXPECT_DOUBLE_EQ(m.gemm_wave_fraction(1024, 4096), 1.0);
+  // Smaller than a tile (cuBLAS picks another tile there): nothing.
+  EXPECT_DOUBLE_EQ(m.gemm_wave_fraction(100, 65536), 1.0);
+  EXPECT_DOUBLE_EQ(m.gemm_wave_fraction(65536, 64), 1.0);
+  // A share of the tokens (an MoE expert's) is a fractional M: its tiles are still whole.
+  EXPECT_DOUBLE_EQ(m.gemm_wave_fraction(4096.5, 4096), 4096.5 * 4096 / (4 * 132 * tile));  // 33 x 16 = 528 tiles
+  // A Linear kernel carries its N and K; the forward prices its M = tokens.
+  const pc::KernelSpec linear = pc::linear_costs(1600, 1600, true, 2).kernels.front();
+  EXPECT_EQ(linear.gemm_n, 1600);
+  EXPECT_EQ(linear.gemm_k, 1600);
+  pc::KernelSpec unknown_shape = linear;
+  unknown_shape.gemm_n = unknown_shape.gemm_k = 0;  // as eager attention's batched GEMMs
+  const double quantized = static_cast<double>(m.kernel_forward_ns(linear, 4, 1024));
+  const double by_volume = static_cast<double>(m.kernel_forward_ns(unknown_shape, 4, 1024));
+  EXPECT_NEAR(quantized * m.gemm_wave_fraction(4096, 1600), by_volume, 1.0);
+  // Without an SM count there are no waves to count.
+  p.gpu.sm_count = 0;
+  EXPECT_DOUBLE_EQ(ps::ComputeModel(p, p.calibration, pc::DType::kBF16).gemm_wave_fraction(4096, 1600), 1.0);
 }
 
 TEST(ComputeModel, CopyAndOptimizerAreMemoryBound) {
@@ -466,7 +507,7 @@ TEST(ComputeModel, DefaultHostCostsAnchorOneGatherCallAt115Us) {
 TEST(ComputeModel, Fp32UsesTheFp32RateAndNeedsOne) {
   const auto p = profile("h100-sxm-8x");
   const ps::ComputeModel fp32(p, p.calibration, pc::DType::kFP32);
-  EXPECT_DOUBLE_EQ(fp32.effective_flops_per_s(), 67e12 * 0.803 * kRealShapesOfMamf);
+  EXPECT_DOUBLE_EQ(fp32.effective_flops_per_s(), 67e12 * 0.803 * kModelGemmsOfMamf);
   TempDir dir("compute");
   const fs::path file = dir.write("box.yaml", kProfileHead);  // no fp32_tflops
   const auto no_fp32 = pc::load_hardware_profile(file);
@@ -480,9 +521,9 @@ TEST(ComputeModel, Fp32UsesTheFp32RateAndNeedsOne) {
 // --- Calibration constants -------------------------------------------------------------------
 
 TEST(Calibration, DefaultGemmEfficiencyPerGpu) {
-  // MAMF fractions (stas00/ml-engineering compute/accelerator/README.md), each at the real-shape
-  // fraction measured on an H200.
-  const double r = kRealShapesOfMamf;
+  // MAMF fractions (stas00/ml-engineering compute/accelerator/README.md), each at the fraction
+  // a model's GEMMs reach on an H200.
+  const double r = kModelGemmsOfMamf;
   EXPECT_DOUBLE_EQ(pc::default_gemm_efficiency("NVIDIA H100 SXM 80GB"), 0.803 * r);
   EXPECT_DOUBLE_EQ(pc::default_gemm_efficiency("NVIDIA H200 SXM 141GB"), 0.803 * r);
   EXPECT_DOUBLE_EQ(pc::default_gemm_efficiency("NVIDIA A100 SXM 80GB"), 0.869 * r);
@@ -535,7 +576,7 @@ TEST(Calibration, ProfileSectionReadsEveryKeyInItsUnit) {
   EXPECT_DOUBLE_EQ(c.host_speed, 2);
   // A profile without the section gets the GPU's defaults.
   const auto plain = pc::load_hardware_profile(dir.write("plain.yaml", kProfileHead)).calibration;
-  EXPECT_DOUBLE_EQ(plain.gemm_efficiency, 0.803 * kRealShapesOfMamf);
+  EXPECT_DOUBLE_EQ(plain.gemm_efficiency, 0.803 * kModelGemmsOfMamf);
   EXPECT_EQ(plain.kernel_launch_ns, pc::CalibrationConstants{}.kernel_launch_ns);
 }
 

@@ -375,3 +375,47 @@ TEST(H200Layers, SmallLayersAreAsSlowAsTheHostThatIssuesThem) {
   }
   EXPECT_EQ(rows, 4) << "the file's GPT-2-small and BERT-base rows were not found";
 }
+
+// A GPT-2-XL layer's GEMM outputs (N = 4800, 1600, 6400 at M = 4 x 1024 tokens) fill their last
+// wave of tiles poorly: its measured forward GEMMs run at 582 TFLOPS against a Llama-2-7B
+// layer's 743. They must be within 10% (the tile and wave estimate: sim/compute_model.hpp;
+// without it they were 20% fast). The whole layer is printed, not checked: its forward is a
+// known gap (docs/fidelity.md), open until bench/layers/torch_layer_timings.py has run on a GPU.
+TEST(H200Layers, Gpt2XlLayerGemmsPayForTheirPartialWaves) {
+  const fs::path file = kSourceDir / "../shared/fidelity/h200-layer-measurements.md";
+  if (!fs::exists(file)) {
+    GTEST_SKIP() << file << " (H200 layer timings next to the source tree) is absent; skipped";
+  }
+  std::ifstream in(file);
+  const std::regex row(R"(^\| gpt2-xl-layer sdpa[^|]*\| (\d+) × (\d+) \| \d+ \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|)");
+  const auto p = profile("h200-sxm-8x");
+  const ps::ComputeModel compute(p, with_cudnn_attention(p.calibration), pc::DType::kBF16);
+  const pc::ModelSpec spec = model("gpt2-xl", pc::AttentionImpl::kSdpa);
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, row)) continue;
+    ++rows;
+    const std::int64_t b = std::stoll(m[1]);
+    const std::int64_t s = std::stoll(m[2]);
+    const double fwd_ms = std::stod(m[3]);
+    const double total_ms = std::stod(m[4]);
+    const double gemms_ms = std::stod(m[5]);
+    const auto [sim_fwd_ms, sim_total_ms] = layer_steady_ms(compute, spec, "transformer.h.0", b, s);
+    // The layer's forward GEMMs alone, back to back.
+    std::vector<ps::TimeNs> gemms;
+    for (const auto& module : spec.modules) {
+      if (!module.name.starts_with("transformer.h.0.")) continue;
+      for (const auto& kernel : module.kernels) {
+        if (kernel.kind == pc::KernelKind::kGemm) gemms.push_back(compute.kernel_forward_ns(kernel, b, s));
+      }
+    }
+    ASSERT_EQ(gemms.size(), 4u) << "qkv, output projection, MLP up and down";
+    const double sim_gemms_ms = static_cast<double>(steady_ns(compute, gemms, compute.host().forward_op_host_ns())) / 1e6;
+    std::printf("gpt2-xl-layer: forward GEMMs %.3f ms simulated vs %.3f measured, forward %.3f vs %.3f, "
+                "forward + backward %.3f vs %.3f\n",
+                sim_gemms_ms, gemms_ms, sim_fwd_ms, fwd_ms, sim_total_ms, total_ms);
+    EXPECT_NEAR(sim_gemms_ms, gemms_ms, 0.10 * gemms_ms) << line;
+  }
+  EXPECT_EQ(rows, 1) << "the file's GPT-2-XL row was not found";
+}
