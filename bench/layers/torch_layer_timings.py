@@ -9,6 +9,10 @@ row per measurement:
 - the whole layer, forward and forward + backward, with sdpa pinned to each attention backend
   this PyTorch has (FlashAttention-2 as PyTorch bundles it, cuDNN, memory-efficient);
 - the layer's GEMMs alone, forward and backward (dgrad + wgrad), and attention alone per backend;
+- each distinct GEMM of the layer alone (forward, dgrad, wgrad: columns m, n, k), and a probe of
+  tile and wave quantization at M = K = 4096 with N from 3840 to 4608 (the simulator's model,
+  sim/compute_model.hpp, predicts 4 waves of 128 x 256 tiles on 132 SMs up to N = 4096 and 5
+  from N = 4224: a step down of 17% in rate), pipelined only;
 - each two ways: `synchronized` (CUDA events around one repetition, the device idle before it:
   the host's issue stalls are in the figure) and `pipelined` (repetitions back to back, one
   synchronisation at the end: the host runs ahead, as in a training step's steady state).
@@ -137,10 +141,17 @@ def main(argv):
         x = torch.randn(b, s, h, device=dev, dtype=dt, requires_grad=True)
         grad = torch.ones(b, s, h, device=dev, dtype=dt)
 
-        def record(part, backend, mode, ms, flops=None):
+        def record(part, backend, mode, ms, flops=None, mnk=("", "", "")):
             rows.append({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "layer": spec["name"],
                          "batch": b, "seq": s, "part": part, "attention": backend, "timing": mode,
+                         "m": mnk[0], "n": mnk[1], "k": mnk[2],
                          "ms": f"{ms:.4f}", "tflops": f"{flops / ms / 1e9:.1f}" if flops else ""})
+
+        def time_gemm(part, m, n, k):
+            """One (m x k) @ (k x n) product alone, pipelined."""
+            a = torch.randn(m, k, device=dev, dtype=dt)
+            bt = torch.randn(n, k, device=dev, dtype=dt)  # a weight as nn.Linear stores it
+            record(part, "", "pipelined", time_ms(lambda: torch.matmul(a, bt.t()), "pipelined"), 2 * m * n * k, (m, n, k))
 
         # GEMMs alone: every Linear's forward (x @ W^T) and backward (dgrad + wgrad) at M = b * s.
         weights = layer.gemm_weights()
@@ -160,6 +171,14 @@ def main(argv):
         for mode in ("synchronized", "pipelined"):
             record("gemms_forward", "", mode, time_ms(gemms_forward, mode), gemm_flops)
             record("gemms_backward", "", mode, time_ms(gemms_backward, mode), 2 * gemm_flops)
+        # Each distinct GEMM: forward (M x N out), dgrad (M x K out), wgrad (N x K out, M reduced).
+        for n, k in sorted({tuple(w.shape) for w in weights}):
+            time_gemm("gemm_forward", b * s, n, k)
+            time_gemm("gemm_dgrad", b * s, k, n)
+            time_gemm("gemm_wgrad", n, k, b * s)
+        if spec["name"] == LAYERS[0]["name"]:
+            for n in (3840, 3968, 4096, 4224, 4352, 4480, 4608, 8192):
+                time_gemm("wave_probe", 4096, n, 4096)
 
         q, k, v = (torch.randn(b, spec["heads"], s, h // spec["heads"], device=dev, dtype=dt, requires_grad=True)
                    for _ in range(3))
