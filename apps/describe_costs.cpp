@@ -84,17 +84,28 @@ void print_compute_costs(const CostsInput& input, std::ostream& out) {
   if (!layer.empty()) {
     out << "one layer, " << model.modules[static_cast<std::size_t>(layer.front())].display_name()
         << ", kernel by kernel (own work of each module):\n";
-    out << format("%-40s %-24s %-9s %10s %10s %11s %10s\n", "module", "op", "kind", "fwd us", "bwd us",
-                  "fwd GFLOP", "fwd MB");
+    // GEMMs and attention also show the rate they run at, and a GEMM the tiles of its output
+    // (sim::ComputeModel::gemm_wave_fraction): "224 in 2 waves, 76%" pays for 264 tiles.
+    out << format("%-40s %-24s %-9s %10s %10s %11s %10s %10s  %s\n", "module", "op", "kind", "fwd us", "bwd us",
+                  "fwd GFLOP", "fwd MB", "fwd TFLOPS", "GEMM output tiles");
     for (const int m : layer) {
       const core::ModuleSpec& module = model.modules[static_cast<std::size_t>(m)];
       for (const auto& kernel : module.kernels) {
-        out << format("%-40s %-24s %-9s %10.1f %10.1f %11.3f %10.2f\n", module.display_name().c_str(),
-                      kernel.op.c_str(), core::kernel_kind_name(kernel.kind),
-                      static_cast<double>(compute.kernel_forward_ns(kernel, b, s)) / kNsPerUs,
-                      static_cast<double>(compute.kernel_backward_ns(kernel, b, s)) / kNsPerUs,
-                      static_cast<double>(kernel.flops.at(b, s)) / 1e9,
-                      static_cast<double>(kernel.bytes.at(b, s)) / 1e6);
+        const double forward_ns = static_cast<double>(compute.kernel_forward_ns(kernel, b, s));
+        const double flops = static_cast<double>(kernel.flops.at(b, s));
+        const std::string rate = kernel.kind != core::KernelKind::kMemory && forward_ns > 0
+                                     ? format("%10.0f", flops / forward_ns / 1e3)
+                                     : format("%10s", "-");
+        std::string tiles;
+        if (const auto t = compute.gemm_tiles(kernel, b, s)) {
+          tiles = t->waves > 1 ? format("%.0f in %.0f waves, %.0f%%", t->tiles, t->waves, 100.0 * t->fraction)
+                               : format("%.0f in 1 wave", t->tiles);
+        }
+        out << format("%-40s %-24s %-9s %10.1f %10.1f %11.3f %10.2f %s", module.display_name().c_str(),
+                      kernel.op.c_str(), core::kernel_kind_name(kernel.kind), forward_ns / kNsPerUs,
+                      static_cast<double>(compute.kernel_backward_ns(kernel, b, s)) / kNsPerUs, flops / 1e9,
+                      static_cast<double>(kernel.bytes.at(b, s)) / 1e6, rate.c_str())
+            << (tiles.empty() ? "" : "  " + tiles) << "\n";
       }
     }
     KindTotals forward;

@@ -114,13 +114,32 @@ double ComputeModel::attention_seq_fraction(std::int64_t seq_len, bool backward)
   return 1.0 / (1.0 + std::pow(half / static_cast<double>(seq_len), exponent));
 }
 
-double ComputeModel::gemm_fraction(const core::KernelSpec& kernel, std::int64_t micro_batch,
-                                   std::int64_t seq_len) const {
+double ComputeModel::gemm_volume(const core::KernelSpec& kernel, std::int64_t micro_batch,
+                                 std::int64_t seq_len) const {
   const core::TokenScaled& v = kernel.gemm_volume;
   const double b = static_cast<double>(micro_batch);
   const double s = static_cast<double>(seq_len);
-  const double volume = static_cast<double>(v.fixed) +
-                        b * s * (static_cast<double>(v.per_token) + static_cast<double>(v.per_token_per_position) * s);
+  return static_cast<double>(v.fixed) +
+         b * s * (static_cast<double>(v.per_token) + static_cast<double>(v.per_token_per_position) * s);
+}
+
+std::optional<ComputeModel::GemmTiles> ComputeModel::gemm_tiles(const core::KernelSpec& kernel, std::int64_t micro_batch,
+                                                                std::int64_t seq_len) const {
+  if (kernel.kind != core::KernelKind::kGemm || kernel.gemm_n <= 0 || kernel.gemm_k <= 0 || sm_count_ <= 0) {
+    return std::nullopt;
+  }
+  GemmTiles t;
+  const double n = static_cast<double>(kernel.gemm_n);
+  t.m = gemm_volume(kernel, micro_batch, seq_len) / (n * static_cast<double>(kernel.gemm_k));
+  t.tiles = std::ceil(t.m / kGemmTileRows) * std::ceil(n / kGemmTileCols);
+  t.waves = std::ceil(t.tiles / static_cast<double>(sm_count_));
+  t.fraction = gemm_wave_fraction(t.m, n);
+  return t;
+}
+
+double ComputeModel::gemm_fraction(const core::KernelSpec& kernel, std::int64_t micro_batch,
+                                   std::int64_t seq_len) const {
+  const double volume = gemm_volume(kernel, micro_batch, seq_len);
   if (kernel.gemm_n <= 0 || kernel.gemm_k <= 0) return gemm_shape_fraction(volume);
   const double n = static_cast<double>(kernel.gemm_n);
   return gemm_shape_fraction(volume) * gemm_wave_fraction(volume / (n * static_cast<double>(kernel.gemm_k)), n);

@@ -55,6 +55,17 @@ class ComputeModel {
   // 2.3% slower than measured, a GPT-2-XL layer's (N = 4800, 1600, 6400) at 0.41 ms against
   // 0.43 (-5%; without it -20%).
   double gemm_wave_fraction(double m, double n) const;
+  // How a GEMM kernel's output falls into tiles (describe --costs): M, the tiles, the waves of
+  // sm_count tiles they take, and gemm_wave_fraction. Empty for a kernel that is not a GEMM, does
+  // not know its N and K, or runs on a profile without an SM count.
+  struct GemmTiles {
+    double m = 0;
+    double tiles = 0;
+    double waves = 0;
+    double fraction = 1;
+  };
+  std::optional<GemmTiles> gemm_tiles(const core::KernelSpec& kernel, std::int64_t micro_batch,
+                                      std::int64_t seq_len) const;
   // One GEMM (M x K) x (K x N): 2MNK FLOPs at the shape's efficiency and quantization; memory
   // traffic ignored.
   TimeNs gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k) const;
@@ -131,6 +142,7 @@ class ComputeModel {
  private:
   TimeNs kernel_ns_at(double flops, double bytes, double shape_fraction) const;
   double gemm_fraction(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
+  double gemm_volume(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
 
   double gemm_half_volume_ = 0;  // v0, scaled by the GPU's SMs
   int sm_count_ = 0;             // 0: no wave quantization

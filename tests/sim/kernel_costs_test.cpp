@@ -299,6 +299,15 @@ TEST(DescribeCosts, PrintsOneLayersKernelsAndTotals) {
   EXPECT_NE(r.output.find("rms_norm.pow"), std::string::npos);
   EXPECT_NE(r.output.find("layer forward"), std::string::npos);
   EXPECT_NE(r.output.find("MFU"), std::string::npos);
+  // Each GEMM's rate and output tiles: GPT-2-XL's output projection at 4 x 1024 tokens is 224
+  // tiles of 128 x 256 in 2 waves of 132 (76% of what it pays for is used), at 519 TFLOPS.
+  const auto xl = run_cli("describe gpt2-xl --costs --hardware h200-sxm-8x --micro-batch 4 --seq-len 1024");
+  ASSERT_EQ(xl.exit_code, 0) << xl.output;
+  EXPECT_NE(xl.output.find("fwd TFLOPS  GEMM output tiles"), std::string::npos) << xl.output;
+  const auto proj = xl.output.find("transformer.h.0.attn.c_proj ");
+  ASSERT_NE(proj, std::string::npos) << xl.output;
+  const std::string proj_line = xl.output.substr(proj, xl.output.find('\n', proj) - proj);
+  EXPECT_NE(proj_line.find("224 in 2 waves, 76%"), std::string::npos) << proj_line;
   const auto missing = run_cli("describe llama-2-7b --costs");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.output.find("--hardware"), std::string::npos) << missing.output;
