@@ -69,7 +69,9 @@ ComputeModel::ComputeModel(const core::HardwareProfile& profile,
   attention_backward_flops_per_s_ = *peak * calibration.attention_backward_efficiency;
   kernel_gap_ns_ = calibration.kernel_gap_ns;
   gemm_backward_rate_ratio_ = calibration.gemm_backward_rate_ratio;
-  sm_count_ = profile.gpu.sm_count;
+  // The tile is a 16-bit tensor-core GEMM's; fp32 GEMMs (SIMT kernels, other tiles) keep the
+  // volume curve alone.
+  sm_count_ = dtype == core::DType::kFP32 ? 0 : profile.gpu.sm_count;
   gemm_half_volume_ = calibration.gemm_half_volume_mnk ? *calibration.gemm_half_volume_mnk :
       kGemmHalfVolume * (profile.gpu.sm_count > 0 ? profile.gpu.sm_count / kGemmReferenceSms : 1.0);
   effective_memory_bytes_per_s_ =

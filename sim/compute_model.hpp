@@ -47,7 +47,8 @@ class ComputeModel {
   // for the padding of its last row and column of tiles. The fraction is the useful share,
   // M N / (waves x sm_count x 128 x 256), once the output needs more than one wave; a GEMM that
   // fits in one wave is left to the volume curve (whose small sizes under-fill the GPU), and so
-  // is one smaller than a tile either way (cuBLAS picks other tiles there). 1 without an SM count.
+  // is one smaller than a tile either way (cuBLAS picks other tiles there). 1 without an SM count
+  // and for fp32 training (SIMT kernels with other tiles).
   // The tile is one, fixed: cuBLAS chooses among several per shape, so this is an estimate.
   // Checked on one H200 (tests/sim/kernel_costs_test.cpp): with it, the volume curve and the
   // default gemm_efficiency (core/hardware/calibration.cpp), 8192^3 runs at 744 TFLOPS

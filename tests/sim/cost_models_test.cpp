@@ -423,6 +423,8 @@ TEST(ComputeModel, GemmWaveFractionCountsWholeWavesOfTiles) {
   const double quantized = static_cast<double>(m.kernel_forward_ns(linear, 4, 1024));
   const double by_volume = static_cast<double>(m.kernel_forward_ns(unknown_shape, 4, 1024));
   EXPECT_NEAR(quantized * m.gemm_wave_fraction(4096, 1600), by_volume, 1.0);
+  // fp32 GEMMs run SIMT kernels with other tiles: the volume curve alone.
+  EXPECT_DOUBLE_EQ(ps::ComputeModel(p, p.calibration, pc::DType::kFP32).gemm_wave_fraction(4096, 1600), 1.0);
   // Without an SM count there are no waves to count.
   p.gpu.sm_count = 0;
   EXPECT_DOUBLE_EQ(ps::ComputeModel(p, p.calibration, pc::DType::kBF16).gemm_wave_fraction(4096, 1600), 1.0);
