@@ -38,6 +38,15 @@ TimeNs to_ns(double seconds) {
   return static_cast<TimeNs>(ns);
 }
 
+// A GEMM kernel's M*N*K at this micro-batch (as a double: a token share may make it fractional).
+double gemm_volume(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) {
+  const core::TokenScaled& v = kernel.gemm_volume;
+  const double b = static_cast<double>(micro_batch);
+  const double s = static_cast<double>(seq_len);
+  return static_cast<double>(v.fixed) +
+         b * s * (static_cast<double>(v.per_token) + static_cast<double>(v.per_token_per_position) * s);
+}
+
 TimeNs scaled(std::int64_t ns, double scale) {
   return std::llround(static_cast<double>(ns) * scale);
 }
@@ -114,15 +123,6 @@ double ComputeModel::attention_seq_fraction(std::int64_t seq_len, bool backward)
   const double half = backward ? kAttentionHalfSeqBackward : kAttentionHalfSeqForward;
   const double exponent = backward ? kAttentionExponentBackward : kAttentionExponentForward;
   return 1.0 / (1.0 + std::pow(half / static_cast<double>(seq_len), exponent));
-}
-
-double ComputeModel::gemm_volume(const core::KernelSpec& kernel, std::int64_t micro_batch,
-                                 std::int64_t seq_len) const {
-  const core::TokenScaled& v = kernel.gemm_volume;
-  const double b = static_cast<double>(micro_batch);
-  const double s = static_cast<double>(seq_len);
-  return static_cast<double>(v.fixed) +
-         b * s * (static_cast<double>(v.per_token) + static_cast<double>(v.per_token_per_position) * s);
 }
 
 std::optional<ComputeModel::GemmTiles> ComputeModel::gemm_tiles(const core::KernelSpec& kernel, std::int64_t micro_batch,

@@ -143,7 +143,6 @@ class ComputeModel {
  private:
   TimeNs kernel_ns_at(double flops, double bytes, double shape_fraction) const;
   double gemm_fraction(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
-  double gemm_volume(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
 
   double gemm_half_volume_ = 0;  // v0, scaled by the GPU's SMs
   int sm_count_ = 0;             // 0: no wave quantization
