@@ -104,13 +104,22 @@ double ComputeModel::gemm_shape_fraction(double mnk) const {
   return 1.0 / (1.0 + std::pow(gemm_half_volume_ / mnk, kGemmShapeExponent));
 }
 
-double ComputeModel::gemm_wave_fraction(double m, double n) const {
-  if (sm_count_ <= 0 || !(m >= kGemmTileRows) || !(n >= kGemmTileCols)) return 1.0;
-  const double tiles = std::ceil(m / kGemmTileRows) * std::ceil(n / kGemmTileCols);
+ComputeModel::GemmTiles ComputeModel::tiles_of(double m, double n) const {
+  GemmTiles t;
+  t.m = m;
+  t.tiles = std::ceil(m / kGemmTileRows) * std::ceil(n / kGemmTileCols);
+  if (sm_count_ <= 0) return t;
   const double sms = static_cast<double>(sm_count_);
-  if (tiles <= sms) return 1.0;  // one wave, partly filled: the volume curve's small sizes
-  return m * n / (std::ceil(tiles / sms) * sms * kGemmTileRows * kGemmTileCols);
+  t.waves = std::ceil(t.tiles / sms);
+  // One wave, partly filled, is the volume curve's (its small sizes); so is an output smaller
+  // than a tile either way.
+  if (t.tiles > sms && m >= kGemmTileRows && n >= kGemmTileCols) {
+    t.fraction = m * n / (t.waves * sms * kGemmTileRows * kGemmTileCols);
+  }
+  return t;
 }
+
+double ComputeModel::gemm_wave_fraction(double m, double n) const { return tiles_of(m, n).fraction; }
 
 TimeNs ComputeModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k) const {
   const double mnk = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
@@ -130,13 +139,8 @@ std::optional<ComputeModel::GemmTiles> ComputeModel::gemm_tiles(const core::Kern
   if (kernel.kind != core::KernelKind::kGemm || kernel.gemm_n <= 0 || kernel.gemm_k <= 0 || sm_count_ <= 0) {
     return std::nullopt;
   }
-  GemmTiles t;
   const double n = static_cast<double>(kernel.gemm_n);
-  t.m = gemm_volume(kernel, micro_batch, seq_len) / (n * static_cast<double>(kernel.gemm_k));
-  t.tiles = std::ceil(t.m / kGemmTileRows) * std::ceil(n / kGemmTileCols);
-  t.waves = std::ceil(t.tiles / static_cast<double>(sm_count_));
-  t.fraction = gemm_wave_fraction(t.m, n);
-  return t;
+  return tiles_of(gemm_volume(kernel, micro_batch, seq_len) / (n * static_cast<double>(kernel.gemm_k)), n);
 }
 
 double ComputeModel::gemm_fraction(const core::KernelSpec& kernel, std::int64_t micro_batch,

@@ -142,6 +142,7 @@ class ComputeModel {
 
  private:
   TimeNs kernel_ns_at(double flops, double bytes, double shape_fraction) const;
+  GemmTiles tiles_of(double m, double n) const;  // gemm_wave_fraction's count, whole
   double gemm_fraction(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
 
   double gemm_half_volume_ = 0;  // v0, scaled by the GPU's SMs
