@@ -66,6 +66,8 @@ struct DescribeInput {
   core::CalibrationConstants calibration;
   core::DType dtype = core::DType::kBF16;
   core::AttentionImpl attention = core::AttentionImpl::kSdpa;
+  // A scenario's whole configuration (for ZeRO-3's own work per step in --costs).
+  std::optional<core::Scenario> scenario;
 };
 
 DescribeInput resolve_target(const DescribeOptions& options) {
@@ -102,6 +104,7 @@ DescribeInput resolve_target(const DescribeOptions& options) {
       input.calibration = scenario.cluster.calibration;
       input.dtype = scenario.training.dtype;
       input.attention = scenario.training.attention;
+      input.scenario = scenario;
     } else {
       model_path = options.target;
     }
@@ -203,7 +206,7 @@ int describe(const DescribeOptions& options) {
             << flops_text(model.forward_flops(input.micro_batch, input.seq_len)) << "\n";
   if (options.costs) {
     CostsInput costs{&model, &*input.hardware, input.calibration, input.dtype, input.attention,
-                     input.micro_batch, input.seq_len};
+                     input.micro_batch, input.seq_len, input.scenario ? &*input.scenario : nullptr};
     print_compute_costs(costs, std::cout);
   }
   return kExitOk;

@@ -7,6 +7,7 @@
 #include "core/hardware/hardware_derived.hpp"
 #include "core/model/checkpoint_units.hpp"
 #include "sim/compute_model.hpp"
+#include "sim/zero_step_costs.hpp"
 
 namespace prefetchlab::apps {
 namespace {
@@ -135,6 +136,30 @@ void print_compute_costs(const CostsInput& input, std::ostream& out) {
                   "recomputation): %.2f ms per micro-batch, "
                   "MFU %.3f\n",
                   seconds * 1e3, model_flops / seconds / *peak);
+  }
+  if (input.scenario) {
+    const core::Scenario& scenario = *input.scenario;
+    const sim::ZeroStepCosts z = sim::zero_step_costs(compute, scenario);
+    const auto ms = [](sim::TimeNs ns) { return static_cast<double>(ns) / 1e6; };
+    out << format("ZeRO-3's own work per optimizer step and rank (%lld ranks, %lld per node, %lld micro-batches; "
+                  "work, overlapped where nothing waits for it):\n",
+                  static_cast<long long>(scenario.cluster.world_size()),
+                  static_cast<long long>(scenario.cluster.gpus_per_node),
+                  static_cast<long long>(scenario.training.grad_accum));
+    out << format("  all-gather copies (shard in, parameters out; forward and backward)  %10.2f ms\n",
+                  ms(z.gather_copies_ns));
+    out << format("  gradient copies (bucket, interleave, divide, partition)             %10.2f ms\n",
+                  ms(z.gradient_copies_ns));
+    if (scenario.zero.offload_optimizer.device == core::OffloadDevice::kNone) {
+      out << format("  optimizer step on the GPU (norm, upcast, fused Adam, copy back)      %10.2f ms\n",
+                    ms(z.optimizer_device_ns));
+    } else {
+      out << format("  CPU Adam (offload_optimizer; the node's %lld ranks share %.3g params/s) %10.2f ms\n",
+                    static_cast<long long>(scenario.cluster.gpus_per_node),
+                    scenario.cluster.calibration.cpu_adam_node_elements_per_s, ms(z.optimizer_cpu_ns));
+      out << format("  updated 16-bit shard up the host link                                %10.2f ms\n",
+                    ms(z.optimizer_upload_ns));
+    }
   }
 }
 

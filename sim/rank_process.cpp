@@ -1,5 +1,7 @@
 #include "rank_process.hpp"
 
+#include "sim/zero_step_costs.hpp"
+
 #include "core/control/fetch_samples.hpp"
 #include "core/zero/host_throttle.hpp"
 #include "core/scenario/scenario_coordinator.hpp"
@@ -928,7 +930,8 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         // keeps those shards in host memory too (stage3.py: the flat 16-bit partitions are
         // param_groups_fp16_flat_cpu_memory, pinned host buffers): the update is written there
         // and nothing crosses the host link.
-        co_await spend(at_rate_ns(shard_numel, scenario.cluster.calibration.cpu_adam_elements_per_s));
+        // The node's ranks run their CPU Adam at once on the node's cores: each gets its share.
+        co_await spend(cpu_adam_ns(shard_numel, scenario.cluster.gpus_per_node, scenario.cluster.calibration));
         if (scenario.zero.offload_param.device == core::OffloadDevice::kNone) {
           launch_kernel(compute_, at_rate_ns(shard_numel * dtype_bytes_, shared_.host_to_device_bytes_per_s),
                         shared_.label_host_copy);

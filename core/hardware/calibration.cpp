@@ -311,7 +311,13 @@ CalibrationConstants read_calibration(const YamlSection& section,
       }
     }
   }
-  c.cpu_adam_elements_per_s = section.get_double("cpu_adam_elements_per_s", c.cpu_adam_elements_per_s, 1, 1e15);
+  if (section.has("cpu_adam_elements_per_s")) {
+    section.fail("cpu_adam_elements_per_s", "was a per-rank rate and is replaced",
+                 "cpu_adam_node_elements_per_s: parameters per second of CPU Adam over one node's cores, "
+                 "shared by the node's ranks");
+  }
+  c.cpu_adam_node_elements_per_s =
+      section.get_double("cpu_adam_node_elements_per_s", c.cpu_adam_node_elements_per_s, 1, 1e15);
   read_override(section, "device_adam_elements_per_s", kElementRate, c.device_adam_elements_per_s,
                 [](double v) { return v; });
   section.finish();

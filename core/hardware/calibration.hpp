@@ -237,10 +237,19 @@ struct CalibrationConstants {
   // (gang scheduling), which fair time-slicing grants less often than its share. Calibrated
   // from the overlapped all-gather microbenchmark; 0 = plain processor sharing.
   double shared_cores_collective_penalty = 0;
-  // CPU Adam throughput per rank with zero.offload_optimizer (DeepSpeed's DeepSpeedCPUAdam on
-  // the host cores one GPU process gets): parameters updated per second. No published
-  // figure at hand; 1e9/s is an estimate to calibrate.
-  double cpu_adam_elements_per_s = 1e9;
+  // CPU Adam throughput of one node with zero.offload_optimizer: parameters updated per second
+  // by DeepSpeedCPUAdam over all of the node's cores. The node's ranks step at the same time on
+  // the same cores and memory (csrc/adam/cpu_adam_impl.cpp: an OpenMP loop that loads gradient,
+  // parameter and both moments and stores three of them, 28 bytes of host DRAM per parameter),
+  // so each rank's step takes its shard times the node's ranks over this rate. 3.9e9/s: CPU-Adam
+  // stepped 10B parameters in 2.57 s (1B: 0.22 s) on two 24-core Xeon Platinum 8168 (Ren et al.,
+  // "ZeRO-Offload", USENIX ATC 2021, Tables 2 and 4). Slower hosts and older DeepSpeed measure
+  // less: 11.6B in 8.2 s (1.4e9/s, deepspeedai/DeepSpeed PR #735); over 4 s for Llama-2-7B on 4
+  // A100 (DeepSpeed blogs/deepspeed-zenflow); and DeepSpeed before 0.15.4 copied each fp32
+  // gradient down with a blocking cross-device upcast (PR #6962: a 3B backward 25.6 s -> 0.31 s),
+  // which is not modelled. Host-dependent (cores, AVX width, DRAM channels, OMP_NUM_THREADS,
+  // --bind_cores_to_rank): calibrate it.
+  double cpu_adam_node_elements_per_s = 3.9e9;
   // Measured throughput of the device's own Adam kernel (no offload): parameters updated per
   // second. Unset = the memory-bound model (optimizer_step_ns in sim/compute_model.hpp), right
   // for a GPU; a device whose Adam is compute-bound sets it (calibrate --backend host: a scalar

@@ -38,7 +38,7 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
       {"memory_efficiency", cal.memory_efficiency},
       {"compute_time_scale", cal.compute_time_scale},
       {"copy_time_scale", cal.copy_time_scale},
-      {"cpu_adam_elements_per_s", cal.cpu_adam_elements_per_s},
+      {"cpu_adam_node_elements_per_s", cal.cpu_adam_node_elements_per_s},
       {"contention_compute_factor", cal.contention_compute_factor},
       {"contention_collective_factor", cal.contention_collective_factor},
       {"contention_model", cal.contention_model == CalibrationConstants::ContentionModel::kSharedCores ? "shared_cores"

@@ -324,8 +324,23 @@ TEST(Simulation, OptimizerOffloadRunsAdamOnTheHost) {
   // Adam at the CPU's rate over 840 M elements dwarfs the GPU step.
   EXPECT_GT(offloaded.metrics.iterations[2].optimizer_ns, 10 * plain.metrics.iterations[2].optimizer_ns);
   // A slower CPU makes the step slower still: the rate is really used.
-  const auto slower = simulate_default({"zero.offload_optimizer.device=cpu", "cluster.calibration.cpu_adam_elements_per_s=5e8"});
+  const auto slower = simulate_default({"zero.offload_optimizer.device=cpu", "cluster.calibration.cpu_adam_node_elements_per_s=5e8"});
   EXPECT_GT(slower.metrics.iterations[2].optimizer_ns, offloaded.metrics.iterations[2].optimizer_ns);
+}
+
+// A node's ranks run CPU Adam at once on its cores: one node steps its whole model at the node's
+// rate however many GPUs split it (4 ranks: shards twice as large, half as many sharing).
+TEST(Simulation, OptimizerOffloadSharesTheNodesCpu) {
+  const auto eight = simulate_default({"zero.offload_optimizer.device=cpu"});
+  const auto four = simulate_default({"zero.offload_optimizer.device=cpu", "cluster.gpus_per_node=4"});
+  ASSERT_EQ(eight.status, pc::RunStatus::kOk) << eight.message;
+  ASSERT_EQ(four.status, pc::RunStatus::kOk) << four.message;
+  const double eight_s = static_cast<double>(eight.metrics.iterations[2].optimizer_ns) * 1e-9;
+  const double four_s = static_cast<double>(four.metrics.iterations[2].optimizer_ns) * 1e-9;
+  EXPECT_NEAR(four_s / eight_s, 1.0, 0.05);
+  // Llama-2-7B's 6.74e9 parameters at the default 3.9e9 per second: about 1.7 s of CPU Adam.
+  EXPECT_GT(eight_s, 1.6);
+  EXPECT_LT(eight_s, 1.9);
 }
 
 namespace {
