@@ -19,6 +19,7 @@
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
 #include "fidelity_case.hpp"
+#include "fidelity_cross_validation.hpp"
 #include "parallel_runner.hpp"
 
 namespace prefetchlab::apps {
@@ -36,18 +37,54 @@ struct CaseResult {
   FidelityCase c;
   FidelityOutcome outcome;
   FidelityVerdict verdict = FidelityVerdict::kInside;
-  std::optional<double> error() const {
-    if (!outcome.simulated) return std::nullopt;
-    return (*outcome.simulated - c.real) / c.real;
+  CaseOutOfSample out_of_sample;  // with the constants fitted without this case's source
+  std::optional<double> error() const { return error_of(outcome); }
+  std::optional<double> out_of_sample_error() const { return error_of(out_of_sample.outcome); }
+  std::optional<double> error_of(const FidelityOutcome& o) const {
+    if (!o.simulated) return std::nullopt;
+    return (*o.simulated - c.real) / c.real;
   }
 };
+
+// Median and largest absolute error, and the share of cases the simulator makes too fast (the
+// lean: a shorter time or a higher rate than measured).
+struct ErrorSpread {
+  int with_figure = 0;
+  double median_abs = 0;
+  double max_abs = 0;
+  double share_too_fast = 0;
+};
+
+// Errors signed as speed: positive when the simulator is faster than measured.
+double speed_error(FidelityMetric metric, double error) {
+  const bool time = metric == FidelityMetric::kTimeUs || metric == FidelityMetric::kHostUsPerCall ||
+                    metric == FidelityMetric::kStepTimeS;
+  return time ? -error : error;
+}
+
+ErrorSpread spread_of(const std::vector<double>& speed_errors) {
+  ErrorSpread s;
+  std::vector<double> errors;
+  int above = 0;
+  for (const double e : speed_errors) {
+    errors.push_back(std::fabs(e));
+    above += e > 0 ? 1 : 0;
+  }
+  s.with_figure = static_cast<int>(errors.size());
+  if (errors.empty()) return s;
+  std::sort(errors.begin(), errors.end());
+  const std::size_t n = errors.size();
+  s.median_abs = n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+  s.max_abs = errors.back();
+  s.share_too_fast = static_cast<double>(above) / static_cast<double>(n);
+  return s;
+}
 
 struct KindSummary {
   FidelityKind kind = FidelityKind::kCollective;
   int cases = 0;
-  int with_figure = 0;
-  double median_abs_error = 0;
-  double max_abs_error = 0;
+  ErrorSpread in_sample;
+  ErrorSpread out_of_sample;
   int inside = 0;
   int known_gaps = 0;
   int failing = 0;
@@ -78,33 +115,31 @@ std::vector<KindSummary> summarize(const std::vector<CaseResult>& results) {
   for (const auto kind : {FidelityKind::kCollective, FidelityKind::kTraining, FidelityKind::kHost}) {
     KindSummary s;
     s.kind = kind;
-    std::vector<double> errors;
+    std::vector<double> errors, oos_errors;
     for (const auto& r : results) {
       if (r.c.kind != kind) continue;
       ++s.cases;
-      if (const auto e = r.error()) errors.push_back(std::fabs(*e));
+      if (const auto e = r.error()) errors.push_back(speed_error(r.c.metric, *e));
+      if (const auto e = r.out_of_sample_error()) oos_errors.push_back(speed_error(r.c.metric, *e));
       if (r.verdict == FidelityVerdict::kInside) ++s.inside;
       if (r.verdict == FidelityVerdict::kKnownGap) ++s.known_gaps;
       if (!fidelity_verdict_passes(r.verdict)) ++s.failing;
     }
     if (s.cases == 0) continue;
-    s.with_figure = static_cast<int>(errors.size());
-    if (!errors.empty()) {
-      std::sort(errors.begin(), errors.end());
-      const std::size_t n = errors.size();
-      s.median_abs_error = n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
-      s.max_abs_error = errors.back();
-    }
+    s.in_sample = spread_of(errors);
+    s.out_of_sample = spread_of(oos_errors);
     out.push_back(s);
   }
   return out;
 }
 
-// The tables docs/fidelity.md embeds: per case, then per kind, then the open known gaps.
-std::string markdown(const std::vector<CaseResult>& results, const std::vector<KindSummary>& kinds) {
+// The tables docs/fidelity.md embeds: per case, per kind (in and out of sample), the fitted
+// constants, then the open known gaps.
+std::string markdown(const std::vector<CaseResult>& results, const std::vector<KindSummary>& kinds,
+                     const CrossValidation& cv) {
   std::ostringstream out;
-  out << "| case | kind | source | metric | real | simulated | error | band | result |\n"
-         "|---|---|---|---|---:|---:|---:|---:|---|\n";
+  out << "| case | kind | source | metric | real | simulated | error | out of sample | band | result |\n"
+         "|---|---|---|---|---:|---:|---:|---:|---:|---|\n";
   for (const auto& r : results) {
     out << "| " << r.c.name << " | " << fidelity_kind_name(r.c.kind) << " | " << r.c.source << " | "
         << fidelity_metric_name(r.c.metric) << " | " << value_text(r.c.real, r.c.metric, "%.6g") << " | ";
@@ -113,17 +148,48 @@ std::string markdown(const std::vector<CaseResult>& results, const std::vector<K
     } else {
       out << "- | -";
     }
+    out << " | " << (r.out_of_sample_error() ? percent(*r.out_of_sample_error(), true) : "-")
+        << (r.out_of_sample.in_sample_because.empty() ? "" : " †");
     out << " | ±" << fmt("%.0f", 100.0 * r.c.tolerance) << "% | " << verdict_text(r.verdict);
     if (!r.outcome.simulated) out << " (" << r.outcome.failure << ")";
     out << " |\n";
   }
-  out << "\n| kind | cases | median abs error | max abs error | inside band | known gaps | failing |\n"
-         "|---|---:|---:|---:|---:|---:|---:|\n";
+  out << "\n| kind | cases | median abs error | max abs error | out of sample: median | max | too fast "
+         "| inside band | known gaps | failing |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& k : kinds) {
-    out << "| " << fidelity_kind_name(k.kind) << " | " << k.cases << " | "
-        << (k.with_figure ? percent(k.median_abs_error, false) : "-") << " | "
-        << (k.with_figure ? percent(k.max_abs_error, false) : "-") << " | " << k.inside << " | " << k.known_gaps
-        << " | " << k.failing << " |\n";
+    const auto cell = [](const ErrorSpread& e, double v) { return e.with_figure ? percent(v, false) : "-"; };
+    out << "| " << fidelity_kind_name(k.kind) << " | " << k.cases << " | " << cell(k.in_sample, k.in_sample.median_abs)
+        << " | " << cell(k.in_sample, k.in_sample.max_abs) << " | "
+        << cell(k.out_of_sample, k.out_of_sample.median_abs) << " | " << cell(k.out_of_sample, k.out_of_sample.max_abs)
+        << " | " << cell(k.out_of_sample, k.out_of_sample.share_too_fast) << " | " << k.inside << " | "
+        << k.known_gaps << " | " << k.failing << " |\n";
+  }
+  bool marked = false;
+  for (const auto& r : results) {
+    if (r.out_of_sample.in_sample_because.empty()) continue;
+    if (!marked) out << "\n† still in sample for a constant:\n\n";
+    marked = true;
+    out << "- `" << r.c.name << "`: " << r.out_of_sample.in_sample_because << "\n";
+  }
+  out << "\nFitted constants (out of sample: each corpus constant refitted without each source in turn):\n\n"
+         "| constant | default | data | fitted to | refit |\n|---|---|---|---|---|\n";
+  for (const FittedConstant& k : fitted_constants()) {
+    out << "| " << k.key << " | " << k.default_value << " | " << fitted_data_name(k.data) << " | " << k.fitted_to << " | ";
+    const auto fit = std::find_if(cv.fits.begin(), cv.fits.end(), [&](const ConstantFit& f) { return f.constant == &k; });
+    if (fit == cv.fits.end()) {
+      out << "fixed";
+    } else if (fit->cases == 0) {
+      out << "no case to fit";
+    } else {
+      out << fit->cases << " cases, " << fit->sources << " sources: all-source fit " << fmt("%.3f", fit->all_sources)
+          << " x default; without one source";
+      for (const auto& [source, scale] : fit->without) {
+        out << (&source == &fit->without.front().first ? " " : ", ")
+            << (scale ? fmt("%.3f", *scale) : std::string("unfittable"));
+      }
+    }
+    out << " |\n";
   }
   bool header = false;
   for (const auto& r : results) {
@@ -135,11 +201,21 @@ std::string markdown(const std::vector<CaseResult>& results, const std::vector<K
   return out.str();
 }
 
+nlohmann::ordered_json spread_json(const ErrorSpread& e) {
+  nlohmann::ordered_json j;
+  j["with_figure"] = e.with_figure;
+  j["median_abs_error"] = e.median_abs;
+  j["max_abs_error"] = e.max_abs;
+  j["share_too_fast"] = e.share_too_fast;
+  return j;
+}
+
 nlohmann::ordered_json to_json(const std::vector<CaseResult>& results, const std::vector<KindSummary>& kinds,
-                               bool passed) {
+                               const CrossValidation& cv, bool passed) {
   nlohmann::ordered_json doc;
   doc["passed"] = passed;
   nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  const auto maybe = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); };
   for (const auto& r : results) {
     nlohmann::ordered_json c;
     c["case"] = r.c.name;
@@ -149,12 +225,17 @@ nlohmann::ordered_json to_json(const std::vector<CaseResult>& results, const std
     c["metric"] = fidelity_metric_name(r.c.metric);
     c["unit"] = fidelity_metric_unit(r.c.metric);
     c["real"] = r.c.real;
-    c["simulated"] = r.outcome.simulated ? nlohmann::ordered_json(*r.outcome.simulated) : nlohmann::ordered_json();
-    c["error"] = r.error() ? nlohmann::ordered_json(*r.error()) : nlohmann::ordered_json();
+    c["simulated"] = maybe(r.outcome.simulated);
+    c["error"] = maybe(r.error());
     c["tolerance"] = r.c.tolerance;
     c["verdict"] = fidelity_verdict_name(r.verdict);
     c["known_gap"] = r.c.known_gap ? nlohmann::ordered_json(*r.c.known_gap) : nlohmann::ordered_json();
     if (!r.outcome.simulated) c["failure"] = r.outcome.failure;
+    nlohmann::ordered_json oos;
+    oos["simulated"] = maybe(r.out_of_sample.outcome.simulated);
+    oos["error"] = maybe(r.out_of_sample_error());
+    oos["in_sample_because"] = r.out_of_sample.in_sample_because;
+    c["out_of_sample"] = std::move(oos);
     cases.push_back(std::move(c));
   }
   doc["cases"] = std::move(cases);
@@ -163,15 +244,36 @@ nlohmann::ordered_json to_json(const std::vector<CaseResult>& results, const std
     nlohmann::ordered_json j;
     j["kind"] = fidelity_kind_name(k.kind);
     j["cases"] = k.cases;
-    j["with_figure"] = k.with_figure;
-    j["median_abs_error"] = k.median_abs_error;
-    j["max_abs_error"] = k.max_abs_error;
+    j["with_figure"] = k.in_sample.with_figure;
+    j["median_abs_error"] = k.in_sample.median_abs;
+    j["max_abs_error"] = k.in_sample.max_abs;
+    j["share_too_fast"] = k.in_sample.share_too_fast;
+    j["out_of_sample"] = spread_json(k.out_of_sample);
     j["inside"] = k.inside;
     j["known_gaps"] = k.known_gaps;
     j["failing"] = k.failing;
     per_kind.push_back(std::move(j));
   }
   doc["kinds"] = std::move(per_kind);
+  nlohmann::ordered_json constants = nlohmann::ordered_json::array();
+  for (const FittedConstant& k : fitted_constants()) {
+    nlohmann::ordered_json j;
+    j["constant"] = k.key;
+    j["default"] = k.default_value;
+    j["data"] = fitted_data_name(k.data);
+    j["fitted_to"] = k.fitted_to;
+    for (const ConstantFit& fit : cv.fits) {
+      if (fit.constant != &k) continue;
+      j["cases"] = fit.cases;
+      j["sources"] = fit.sources;
+      j["all_sources_fit"] = fit.all_sources;
+      nlohmann::ordered_json without = nlohmann::ordered_json::object();
+      for (const auto& [source, scale] : fit.without) without[source] = maybe(scale);
+      j["without_source"] = std::move(without);
+    }
+    constants.push_back(std::move(j));
+  }
+  doc["fitted_constants"] = std::move(constants);
   return doc;
 }
 
@@ -205,17 +307,24 @@ int run_fidelity(const FidelityOptions& o) {
 
   FidelityData data{bundled_data(), root / "scenarios"};
   // Every case is read (and so checked) first, whatever --category selects.
-  std::vector<CaseResult> results;
-  for (const auto& file : files) {
-    FidelityCase c = load_fidelity_case(file, data);
-    if (only && c.kind != *only) continue;
-    results.push_back({std::move(c), {}, FidelityVerdict::kInside});
+  std::vector<FidelityCase> loaded;
+  for (const auto& file : files) loaded.push_back(load_fidelity_case(file, data));
+  std::vector<std::size_t> selected;
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    if (!only || loaded[i].kind == *only) selected.push_back(i);
   }
+  std::vector<FidelityOutcome> outcomes(loaded.size());
   std::atomic<bool> stop{false};
-  parallel_for(results.size(), thread_count(o.jobs, results.size()), stop, [&](std::size_t i) {
-    results[i].outcome = simulate_fidelity_case(results[i].c);
-    results[i].verdict = fidelity_verdict(results[i].c, results[i].outcome);
-  });
+  parallel_for(selected.size(), thread_count(o.jobs, selected.size()), stop,
+               [&](std::size_t i) { outcomes[selected[i]] = simulate_fidelity_case(loaded[selected[i]]); });
+  // Out of sample: the corpus constants refitted without each case's own source, fitted over
+  // every case read whatever --category selects, so a category's figures are the same alone.
+  const CrossValidation cv = cross_validate(loaded, outcomes, selected, o.jobs);
+  std::vector<CaseResult> results;
+  for (const std::size_t i : selected) {
+    CaseResult r{loaded[i], outcomes[i], fidelity_verdict(loaded[i], outcomes[i]), cv.cases[i]};
+    results.push_back(std::move(r));
+  }
 
   const std::vector<KindSummary> kinds = summarize(results);
   int failing = 0, inside = 0, gaps = 0;
@@ -224,8 +333,8 @@ int run_fidelity(const FidelityOptions& o) {
     inside += r.verdict == FidelityVerdict::kInside ? 1 : 0;
     gaps += r.verdict == FidelityVerdict::kKnownGap ? 1 : 0;
   }
-  const std::string table = markdown(results, kinds);
-  if (!o.json_path.empty()) core::write_json_atomically(o.json_path, to_json(results, kinds, failing == 0));
+  const std::string table = markdown(results, kinds, cv);
+  if (!o.json_path.empty()) core::write_json_atomically(o.json_path, to_json(results, kinds, cv, failing == 0));
   if (!o.markdown_path.empty()) core::write_text_atomically(o.markdown_path, table);
 
   std::cout << "prefetchlab fidelity: " << results.size() << " case(s) from " << dir.string();

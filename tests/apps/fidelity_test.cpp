@@ -5,9 +5,11 @@
 // bytes whatever the thread count.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -130,18 +132,21 @@ TEST(Fidelity, BundledCorpusPassesAndDocsTableIsCurrent) {
   EXPECT_NE(result.output.find("| training |"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("| host |"), std::string::npos) << result.output;
 
-  // The corpus the issue asks for: at least 25 cases, 6 of them training throughput, each with a
-  // source a reader can check.
+  // The corpus issues 19 and 43 ask for: at least 25 training cases from at least 12 sources,
+  // each with a source a reader can check.
   const auto doc = nlohmann::json::parse(read_text(json));
   EXPECT_TRUE(doc["passed"].get<bool>());
   int training = 0;
+  std::set<std::string> training_sources;
   for (const auto& c : doc["cases"]) {
     training += c["kind"] == "training" ? 1 : 0;
+    if (c["kind"] == "training") training_sources.insert(c["source"].get<std::string>());
     EXPECT_FALSE(c["source"].get<std::string>().empty());
     EXPECT_EQ(c["source"].get<std::string>().find("/work"), std::string::npos);
   }
   EXPECT_GE(doc["cases"].size(), 25u);
-  EXPECT_GE(training, 6);
+  EXPECT_GE(training, 25);
+  EXPECT_GE(training_sources.size(), 12u);
 
   const std::string begin = "<!-- fidelity:begin -->\n";
   const std::string end = "<!-- fidelity:end -->";
@@ -224,6 +229,59 @@ TEST(Fidelity, HostTimingSynchronizedAddsPipelinedOverlaps) {
   const double big_device = simulated_of(json, "big-pipe");
   EXPECT_GT(big_device, 10 * host);
   EXPECT_NEAR(simulated_of(json, "big-sync"), big_device + host, 1e-3 * big_device);
+}
+
+// Out of sample: the host level is refitted without each case's source. Source A measures 1.2x
+// the model's host cost, source B 1/1.2 of it: together they fit the default (the geometric
+// mean); without A the fit is B's level, and A is predicted from it (1/1.44 of its figure);
+// without B, A's level (1.44x B's figure).
+TEST(Fidelity, OutOfSampleRefitsEachCorpusConstantWithoutTheCasesSource) {
+  TempDir dir("fidelity-oos");
+  const auto cases = dir.path() / "cases";
+  fs::create_directories(cases);
+  const auto host_case_from = [](const std::string& source, double real) {
+    return "source: \"" + source + "\"\nkind: host\nhost:\n  hardware: h100-sxm-8x\n  call: all_gather\n"
+           "  ranks: 8\n  bytes_per_rank: 4KiB\n  dtype: bfloat16\n  timing: host_only\n"
+           "metric: host_us_per_call\nreal: " + fixed(real) + "\nunit: us\ntolerance: 0.25\n";
+  };
+  std::ofstream(cases / "probe.yaml") << host_case_from("https://example.org/probe", 100);
+  const auto probe = dir.path() / "probe.json";
+  ASSERT_EQ(run_cli("fidelity " + cases.string() + " --json " + probe.string()).exit_code, 0);
+  const double model_us = simulated_of(probe, "probe");
+  fs::remove(cases / "probe.yaml");
+
+  std::ofstream(cases / "a.yaml") << host_case_from("https://example.org/a", 1.2 * model_us);
+  std::ofstream(cases / "b.yaml") << host_case_from("https://example.org/b", model_us / 1.2);
+  // A case from a source a fixed constant rests on stays in sample, and says so.
+  std::ofstream(cases / "c.yaml") << collective_case();
+  const auto json = dir.path() / "oos.json";
+  const auto r = run_cli("fidelity " + cases.string() + " --json " + json.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(read_text(json));
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& c : doc["cases"]) by_name[c["case"].get<std::string>()] = c;
+  // In sample: the shipped default.
+  EXPECT_NEAR(by_name["a"]["error"].get<double>(), 1 / 1.2 - 1, 1e-3);
+  EXPECT_NEAR(by_name["b"]["error"].get<double>(), 0.2, 1e-3);
+  // Out of sample: A at B's level, B at A's.
+  EXPECT_NEAR(by_name["a"]["out_of_sample"]["error"].get<double>(), 1 / 1.44 - 1, 2e-3);
+  EXPECT_NEAR(by_name["b"]["out_of_sample"]["error"].get<double>(), 0.44, 2e-3);
+  EXPECT_EQ(by_name["a"]["out_of_sample"]["in_sample_because"], "");
+  EXPECT_NE(by_name["c"]["out_of_sample"]["in_sample_because"].get<std::string>().find("SHM extra hop"),
+            std::string::npos);
+  // The constants table: the host level's joint fit, the transport latency with nothing to fit.
+  const auto& host_level = doc["fitted_constants"][0];
+  EXPECT_EQ(host_level["data"], "corpus");
+  EXPECT_EQ(host_level["cases"], 2);
+  EXPECT_NEAR(host_level["all_sources_fit"].get<double>(), 1.0, 2e-3);
+  EXPECT_EQ(doc["fitted_constants"][1]["cases"], 0);
+  // The kinds table carries the out-of-sample spread and the lean (a host cost below the
+  // measurement is too fast: B, out of sample).
+  for (const auto& k : doc["kinds"]) {
+    if (k["kind"] != "host") continue;
+    EXPECT_NEAR(k["out_of_sample"]["median_abs_error"].get<double>(), 0.5 * (0.44 + (1 - 1 / 1.44)), 2e-3);
+    EXPECT_NEAR(k["out_of_sample"]["share_too_fast"].get<double>(), 0.5, 1e-9);
+  }
 }
 
 // The same corpus gives the same bytes, whatever the thread count; --category filters. The
