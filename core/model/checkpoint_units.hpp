@@ -5,6 +5,7 @@
 // unit's forward (DeepSpeed's hooks fire again) right before the unit's backward. Shared by the
 // simulator and the real backend so both checkpoint the same modules.
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "core/model/model_spec.hpp"
@@ -15,6 +16,9 @@ struct CheckpointUnits {
   std::vector<bool> unit;    // per module: a checkpoint unit
   std::vector<bool> inside;  // per module: a unit or a descendant of one
 };
+
+// Whether modules of this class are checkpoint units (HF's gradient checkpointing wraps them).
+bool is_checkpoint_unit_class(std::string_view cls);
 
 // All false when `enabled` is false.
 CheckpointUnits checkpoint_units(const ModelSpec& model, bool enabled);
