@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "command_context.hpp"
+#include "fidelity_band.hpp"
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
 #include "core/scenario/scenario.hpp"
@@ -194,6 +195,7 @@ int compare(const CompareOptions& options) {
   for (const auto& file : options.scenarios) {
     const core::Scenario scenario = core::load_scenario(file, {}, bundled_data());
     if (const std::string note = uncalibrated_note(scenario); !note.empty()) std::cerr << note << "\n";
+    if (const std::string note = fidelity_band_note(scenario); !note.empty()) std::cerr << note << "\n";
     const bool noisy = seeds_vary(scenario.noise);
     const bool lengths_vary = scenario.training.seq_len_distribution.varies();
     const int seeds = noisy ? options.seeds : 1;

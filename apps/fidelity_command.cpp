@@ -18,6 +18,7 @@
 #include "command_context.hpp"
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
+#include "fidelity_band.hpp"
 #include "fidelity_case.hpp"
 #include "fidelity_cross_validation.hpp"
 #include "parallel_runner.hpp"
@@ -55,12 +56,7 @@ struct ErrorSpread {
   double share_too_fast = 0;
 };
 
-// Errors signed as speed: positive when the simulator is faster than measured.
-double speed_error(FidelityMetric metric, double error) {
-  const bool time = metric == FidelityMetric::kTimeUs || metric == FidelityMetric::kHostUsPerCall ||
-                    metric == FidelityMetric::kStepTimeS;
-  return time ? -error : error;
-}
+double speed_error(FidelityMetric metric, double error) { return speed_signed_error(fidelity_metric_name(metric), error); }
 
 ErrorSpread spread_of(const std::vector<double>& speed_errors) {
   ErrorSpread s;
@@ -231,6 +227,10 @@ nlohmann::ordered_json to_json(const std::vector<CaseResult>& results, const std
     c["verdict"] = fidelity_verdict_name(r.verdict);
     c["known_gap"] = r.c.known_gap ? nlohmann::ordered_json(*r.c.known_gap) : nlohmann::ordered_json();
     if (!r.outcome.simulated) c["failure"] = r.outcome.failure;
+    if (r.c.scenario) {  // what `run` matches a scenario against (apps/fidelity_band.hpp)
+      c["gpu"] = r.c.scenario->cluster.hardware.gpu.model;
+      c["ranks"] = r.c.scenario->cluster.world_size();
+    }
     nlohmann::ordered_json oos;
     oos["simulated"] = maybe(r.out_of_sample.outcome.simulated);
     oos["error"] = maybe(r.out_of_sample_error());

@@ -18,6 +18,7 @@
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/scenario_json.hpp"
 #include "core/metrics/summary_json.hpp"
+#include "fidelity_band.hpp"
 #include "sim/kineto_trace.hpp"
 #include "sim/trace_json.hpp"
 #include "sim/world.hpp"
@@ -51,12 +52,14 @@ std::string mib(std::int64_t bytes) {
 }
 
 void print_summary(const core::Scenario& scenario, const core::SummaryStats& stats,
-                   const sim::WorldResult& result, const std::filesystem::path& dir) {
+                   const sim::WorldResult& result, const std::filesystem::path& dir,
+                   const std::optional<FidelityBand>& band) {
   std::cout << scenario.name << ": " << scenario.model.name << " on " << scenario.cluster.world_size() << "x "
             << scenario.cluster.hardware.name << ", micro_batch " << scenario.training.micro_batch << ", seq_len "
             << scenario.training.seq_len_distribution.text() << ", prefetch bucket " << scenario.zero.prefetch_bucket_numel << "\n";
   for (const auto& note : scenario.notes) std::cout << "note: " << note << "\n";
   if (const std::string note = uncalibrated_note(scenario); !note.empty()) std::cout << note << "\n";
+  if (band) std::cout << "note: " << scenario.name << ": " << band->text() << "\n";
   std::cout << "status:              " << core::run_status_name(result.status);
   if (!result.message.empty()) std::cout << " (" << result.message << ")";
   std::cout << "\niterations:          " << stats.iterations << " (" << stats.steady_iterations
@@ -224,6 +227,9 @@ int run(const RunOptions& options) {
                                             : core::check_expectations(scenario.expect, result.status, stats);
   summary["expectations"] = checks;
   summary["uncalibrated"] = scenario.cluster.calibration.uncalibrated;
+  // How far the fidelity corpus's nearest cases were off (out of sample): how far to trust this.
+  const std::optional<FidelityBand> band = bundled_fidelity_band(scenario);
+  if (band) summary["fidelity_band"] = band->to_json();
   summary["ranks_simulated"] = result.ranks.text();
   if (!result.ranks.full_because.empty()) summary["every_rank_simulated_because"] = result.ranks.full_because;
   // A scenario's `expect:` is a regression test: any check not met fails the run with exit
@@ -242,7 +248,7 @@ int run(const RunOptions& options) {
   core::write_json_atomically(dir / "summary.json", summary);
   if (scenario.output.trace) sim::write_trace_json(dir / "trace.json", world);
   if (!options.kineto_dir.empty()) sim::write_kineto_traces(options.kineto_dir, world);
-  print_summary(scenario, stats, result, dir);
+  print_summary(scenario, stats, result, dir, band);
   warn_about_cache_flushes(stats);
   for (const std::string& line : left_out) std::cerr << "note: " << line << "\n";
   for (const auto& check : checks) {

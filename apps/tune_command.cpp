@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "fidelity_band.hpp"
 #include "core/io/csv_row_writer.hpp"
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
@@ -320,6 +321,7 @@ int tune(const TuneOptions& options) {
   for (const auto& file : options.scenarios) {
     bases.push_back(core::load_scenario(file, {}, bundled));
     if (const std::string note = uncalibrated_note(bases.back()); !note.empty()) std::cerr << note << "\n";
+    if (const std::string note = fidelity_band_note(bases.back()); !note.empty()) std::cerr << note << "\n";
     if (!names.insert(bases.back().name).second) {
       throw core::InputError({file, 0}, "", "has the same name (file stem) as another scenario given",
                              "scenario files with different names");

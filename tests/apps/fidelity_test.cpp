@@ -164,6 +164,16 @@ TEST(Fidelity, BundledCorpusPassesAndDocsTableIsCurrent) {
     return;
   }
   EXPECT_EQ(current, fresh) << "docs/fidelity.md's fidelity table is stale: rerun with PREFETCHLAB_UPDATE_DOCS=1";
+
+  // run, compare and tune read the corpus's errors from bench/fidelity/results.json (the error
+  // band of every answer, apps/fidelity_band.hpp): it is this run's JSON.
+  const fs::path results = kSourceDir / "bench/fidelity/results.json";
+  if (read_text(results) != read_text(json) && std::getenv("PREFETCHLAB_UPDATE_DOCS")) {
+    fs::copy_file(json, results, fs::copy_options::overwrite_existing);
+    return;
+  }
+  EXPECT_EQ(read_text(results), read_text(json))
+      << "bench/fidelity/results.json is stale: rerun with PREFETCHLAB_UPDATE_DOCS=1";
 }
 
 // Open gap passes; closed gap fails until the marker goes; outside without a marker fails.
