@@ -142,17 +142,34 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
     double s0 = 1, s1 = 1;
     const double busy0 = simulated_busy_ns(std::nullopt, &s0);
     if (real_ns > 0 && busy0 > 0 && s0 > 0) {
-      // Compute time is affine in the scale (fixed per-kernel costs do not scale): a second run
-      // at the proportional guess, then the line through both points.
+      // Compute time is nearly affine in the scale (fixed per-kernel costs do not scale; where
+      // the host issues kernels slower than they run, a module's span is the larger of the two,
+      // a kink): a second run at the proportional guess, then secant steps through the last two
+      // points until the simulated busy time is within 0.5% of the trace's (at most 4 more runs).
       const double guess = s0 * real_ns / busy0;
       const double busy1 = simulated_busy_ns(guess, &s1);
+      const double first_busy1 = busy1;
+      const double first_s1 = s1;
       double scale = guess;
-      if (std::abs(busy1 - busy0) > 0 && std::abs(s1 - s0) > 0) scale = s0 + (real_ns - busy0) * (s1 - s0) / (busy1 - busy0);
-      scale = std::max(scale, 0.0);
+      double sa = s0, ba = busy0, sb = s1, bb = busy1;
+      for (int step = 0; step < 5; ++step) {
+        if (!(std::abs(bb - ba) > 0 && std::abs(sb - sa) > 0)) break;
+        scale = std::max(sb + (real_ns - bb) * (sb - sa) / (bb - ba), 0.0);
+        if (step == 4 || std::abs(bb - real_ns) <= 0.005 * real_ns) break;
+        double used = scale;
+        const double busy = simulated_busy_ns(scale, &used);
+        sa = sb, ba = bb, sb = used, bb = busy;
+        if (std::abs(busy - real_ns) <= 0.005 * real_ns) {
+          scale = used;
+          break;
+        }
+      }
+      const double busy1_report = first_busy1;
+      s1 = first_s1;
       values["compute_time_scale"] = scale;
       std::printf("  compute_time_scale %.3f: compute busy %.3f ms per step in the trace (median of %zu steps) against "
                   "%.3f ms simulated at scale %.3g and %.3f ms at %.3g (%s, steady iterations)\n",
-                  scale, real_ns / 1e6, real_busy.size(), busy0 / 1e6, s0, busy1 / 1e6, s1, scenario_name.c_str());
+                  scale, real_ns / 1e6, real_busy.size(), busy0 / 1e6, s0, busy1_report / 1e6, s1, scenario_name.c_str());
       header << "#   compute_time_scale " << fmt("%.3f", scale) << " from " << real_busy.size() << " steps against "
              << scenario_name << "\n";
     } else {
