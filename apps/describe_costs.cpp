@@ -80,7 +80,9 @@ void print_compute_costs(const CostsInput& input, std::ostream& out) {
       << ", attention " << core::attention_impl_name(input.attention) << ", micro_batch " << b << ", seq_len " << s
       << "; host " << static_cast<double>(compute.host().forward_op_host_ns()) / kNsPerUs << " us per forward kernel, "
       << static_cast<double>(compute.host().backward_op_host_ns()) / kNsPerUs << " per backward kernel; gap "
-      << static_cast<double>(input.calibration.kernel_gap_ns) / kNsPerUs << " us on the device)\n";
+      << static_cast<double>(input.calibration.kernel_gap_ns) / kNsPerUs << " us on the device; GEMMs and attention at "
+      << format("%.3f", input.calibration.sustained_clock_fraction)
+      << " of their short-benchmark rates: the clocks sustained under training load)\n";
   const std::vector<int> layer = first_layer(model);
   if (!layer.empty()) {
     out << "one layer, " << model.modules[static_cast<std::size_t>(layer.front())].display_name()

@@ -67,6 +67,10 @@ const FittedConstant kConstants[] = {
     {"gemm_efficiency x 0.966 (GEMMs at a model's own shapes)", "0.966 of MAMF", FittedData::kOneMachine,
      "one H200 server (PyTorch 2.11): 8192^3, two Llama-2-7B layers' and a GPT-2-XL layer's GEMMs",
      nullptr, nullptr, {}},
+    {"sustained_clock_fraction", "0.842 Hopper, 0.822 Blackwell, 1 elsewhere", FittedData::kOneMachine,
+     "one H200 and one B200: mamf-finder's sustained against burst GEMM rate (stas00/ml-engineering "
+     "compute/accelerator/README.md, branch fast-mamf)",
+     nullptr, nullptr, {}},
     {"gemm_backward_rate_ratio", "0.853", FittedData::kOneMachine,
      "one H200 server: a Llama-2-7B layer's forward and backward", nullptr, nullptr, {}},
     {"forward_op_host_us, backward_op_host_us", "38 us, 68 us", FittedData::kOneMachine,

@@ -70,12 +70,16 @@ ComputeModel::ComputeModel(const core::HardwareProfile& profile,
   if (profile.gpu.memory_bandwidth_bytes_per_s <= 0 || calibration.gemm_efficiency <= 0 ||
       calibration.attention_efficiency <= 0 || calibration.attention_backward_efficiency <= 0 ||
       calibration.memory_efficiency <= 0 || calibration.compute_time_scale < 0 ||
+      calibration.sustained_clock_fraction <= 0 ||
       calibration.gemm_backward_rate_ratio <= 0) {
     throw std::invalid_argument("ComputeModel needs positive peaks and efficiencies");
   }
-  effective_flops_per_s_ = *peak * calibration.gemm_efficiency;
-  attention_flops_per_s_ = *peak * calibration.attention_efficiency;
-  attention_backward_flops_per_s_ = *peak * calibration.attention_backward_efficiency;
+  // Compute-bound kernels run at the clocks the board sustains under training load, below the
+  // short benchmarks' (CalibrationConstants::sustained_clock_fraction).
+  const double sustained = calibration.sustained_clock_fraction;
+  effective_flops_per_s_ = *peak * calibration.gemm_efficiency * sustained;
+  attention_flops_per_s_ = *peak * calibration.attention_efficiency * sustained;
+  attention_backward_flops_per_s_ = *peak * calibration.attention_backward_efficiency * sustained;
   kernel_gap_ns_ = calibration.kernel_gap_ns;
   gemm_backward_rate_ratio_ = calibration.gemm_backward_rate_ratio;
   // The tile is a 16-bit tensor-core GEMM's; fp32 GEMMs (SIMT kernels, other tiles) keep the

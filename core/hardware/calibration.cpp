@@ -225,9 +225,23 @@ std::optional<AttentionEfficiency> measured_attention_efficiency(std::string_vie
   return std::nullopt;
 }
 
+double default_sustained_clock_fraction(std::string_view gpu_model) {
+  // Same tool, same GPU, burst against sustained (calibration.hpp: sustained_clock_fraction).
+  // Hopper: measured on an H200, whose SMs, clocks and 700 W limit the H100 SXM and H800 share.
+  for (const std::string_view hopper : {"H100", "H200", "H800"}) {
+    if (gpu_model.find(hopper) != std::string_view::npos) return 708.5 / 841.9;
+  }
+  for (const std::string_view blackwell : {"B200", "B300"}) {
+    if (gpu_model.find(blackwell) != std::string_view::npos) return 1456.3 / 1770.9;
+  }
+  return 1.0;
+}
+
 CalibrationConstants default_calibration(std::string_view gpu_model) {
   CalibrationConstants c;
   c.gemm_efficiency = default_gemm_efficiency(gpu_model);
+  c.sustained_clock_fraction = default_sustained_clock_fraction(gpu_model);
+  if (c.sustained_clock_fraction == 1.0) c.uncalibrated.emplace_back("sustained_clock_fraction");
   const bool gemm_measured = c.gemm_efficiency != CalibrationConstants{}.gemm_efficiency ||
                              gpu_model.find("A100") != std::string_view::npos;
   if (!gemm_measured) c.uncalibrated.emplace_back("gemm_efficiency");
@@ -258,6 +272,7 @@ CalibrationConstants read_calibration(const YamlSection& section,
   read_number(section, "attention_efficiency", kEfficiency, c.attention_efficiency);
   read_number(section, "attention_backward_efficiency", kEfficiency, c.attention_backward_efficiency);
   read_number(section, "gemm_backward_rate_ratio", kEfficiency, c.gemm_backward_rate_ratio);
+  read_number(section, "sustained_clock_fraction", kEfficiency, c.sustained_clock_fraction);
   read_microseconds(section, "kernel_gap_us", c.kernel_gap_ns);
   read_number(section, "compute_time_scale", kScale, c.compute_time_scale);
   read_number(section, "copy_time_scale", kScale, c.copy_time_scale);

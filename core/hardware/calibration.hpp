@@ -6,7 +6,8 @@
 //
 // Read from a hardware profile's optional `calibration:` section and, key by key over that,
 // from a scenario's optional `cluster.calibration:` section (YAML keys carry their units:
-//   gemm_efficiency, memory_efficiency, compute_time_scale, copy_time_scale   (fractions)
+//   gemm_efficiency, memory_efficiency, compute_time_scale, copy_time_scale,
+//   sustained_clock_fraction                                                      (fractions)
 //   host_speed (a multiplier, or inf for a free host)
 //   gemm_backward_rate_ratio (a fraction of the forward GEMMs' rate)
 //   kernel_launch_us, forward_op_host_us, backward_op_host_us, collective_latency_us, and the
@@ -53,6 +54,16 @@ struct CalibrationConstants {
   // default_attention_efficiency() picks the measured one for the GPU.
   double attention_efficiency = 0.5;
   double attention_backward_efficiency = 0.45;
+  // Fraction of its short-benchmark compute rates (the MAMF and FlashAttention figures above) a
+  // GPU sustains under continuous training load, where the board reaches its power limit and
+  // lowers its SM clock. The rates above are bursts: mamf-finder reports the fastest of 100
+  // timed iterations, and one H200 at 700 W ran the same tool's best GEMM at 841.9 TFLOPS and
+  // 1980 MHz in a burst but at 708.5 TFLOPS and ~1465 MHz sustained (0.842); a B200 1770.9 against
+  // 1456.3 (0.822) (stas00/ml-engineering compute/accelerator/README.md, branch fast-mamf at
+  // 082816f: MAMF against MSMF). default_calibration() sets it for those GPUs; elsewhere 1, an
+  // estimate (A100's boost clock is its spec clock). Memory-bound kernels are not scaled. A
+  // short layer benchmark runs at burst clocks: set 1 to compare with one.
+  double sustained_clock_fraction = 1.0;
   // Backward GEMMs (data and weight gradients: the forward's M*N*K with transposed operands)
   // run at this fraction of the forward GEMMs' rate. Fitted to one H200 (PyTorch 2.11, cuBLAS,
   // bf16): a Llama-2-7B layer at batch 1 x 4096 tokens spends 6.72 ms in backward against
@@ -277,6 +288,11 @@ std::span<const HostTerm> host_terms();
 // same"), GH200 0.838, B200 0.776, B300 0.786, GB200 0.729. Any other GPU: 0.8, an estimate amid
 // those measurements, to be calibrated.
 double default_gemm_efficiency(std::string_view gpu_model);
+
+// The sustained share of the short-benchmark compute rates for the named GPU
+// (CalibrationConstants::sustained_clock_fraction): Hopper 708.5 / 841.9, Blackwell 1456.3 /
+// 1770.9, any other GPU 1 (no measurement).
+double default_sustained_clock_fraction(std::string_view gpu_model);
 
 // FlashAttention-2's measured fraction of the dense peak for the named GPU, forward and backward
 // (head dim 128, long sequences). nullopt: no measurement at hand.

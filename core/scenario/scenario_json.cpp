@@ -49,6 +49,7 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
       {"forward_op_host_ns", cal.forward_op_host_ns},
       {"backward_op_host_ns", cal.backward_op_host_ns},
       {"gemm_backward_rate_ratio", cal.gemm_backward_rate_ratio},
+      {"sustained_clock_fraction", cal.sustained_clock_fraction},
       {"kernel_gap_ns", cal.kernel_gap_ns},
       {"attention_efficiency", cal.attention_efficiency},
       {"attention_backward_efficiency", cal.attention_backward_efficiency}};
