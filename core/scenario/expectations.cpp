@@ -98,6 +98,10 @@ Expectations load_expectations(const YamlSection& section) {
     out.buckets.push_back(bucket);
   }
   buckets.finish();
+  // Every key expect: takes is known, present or not, so a misspelt one is told the whole
+  // vocabulary (and the closest key), not only the keys the file happens to hold.
+  section.mark_known("status");
+  for (const auto& entry : kMetrics) section.mark_known(entry.first);
   section.finish();
   return out;
 }

@@ -208,3 +208,20 @@ TEST(Scenario, ClusterNetworkJoinsNodesOfAOneBoxProfile) {
     EXPECT_EQ(e.key(), "cluster.network.transport_latency_us");
   }
 }
+
+// A misspelt expect: key is told the whole vocabulary and the closest key, not only the keys the
+// file happens to hold (issue 45: it listed those as "one of").
+TEST(Scenario, MisspeltExpectKeyNamesTheClosestOfEveryKey) {
+  try {
+    load(std::string(kMinimal) + "expect:\n  status: ok\n  steady_step_tim_ms: [1, 2]\n");
+    FAIL() << "expected an InputError";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "expect.steady_step_tim_ms");
+    EXPECT_EQ(e.where().line, 6);
+    EXPECT_EQ(e.expected().find("one of: status"), std::string::npos) << e.expected();
+    EXPECT_NE(e.expected().find("keys this section accepts"), std::string::npos) << e.expected();
+    EXPECT_NE(std::string(e.what()).find("did you mean 'steady_step_time_ms'"), std::string::npos) << e.what();
+  }
+  // A key the file does not hold is still a key: the MoE checks are accepted beside status.
+  EXPECT_NO_THROW(load(std::string(kMinimal) + "expect:\n  status: ok\n  trace_invalidation_cost_ms: [0, 1]\n"));
+}
