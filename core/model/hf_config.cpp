@@ -96,13 +96,8 @@ HfDecoderConfig read_decoder(const YamlSection& root, const DecoderFamily& famil
   c.hidden_size = require_size(root, "hidden_size");
   c.num_layers = root.require_int("num_hidden_layers", 1, kMaxLayers);
   c.num_heads = require_size(root, "num_attention_heads");
-  c.num_kv_heads = present(root, "num_key_value_heads") ? require_size(root, "num_key_value_heads") : c.num_heads;
-  if (c.num_heads % c.num_kv_heads != 0) {
-    root.fail("num_key_value_heads",
-              "is " + std::to_string(c.num_kv_heads) + ", which does not divide num_attention_heads " +
-                  std::to_string(c.num_heads),
-              "a divisor of num_attention_heads (grouped-query attention)");
-  }
+  // The heads against the hidden size first: a head count that splits no hidden size is the
+  // head count's fault, whatever num_key_value_heads says.
   if (present(root, "head_dim")) {
     c.head_dim = require_size(root, "head_dim");
   } else {
@@ -118,6 +113,13 @@ HfDecoderConfig read_decoder(const YamlSection& root, const DecoderFamily& famil
       }
       c.head_dim = c.hidden_size / c.num_heads;
     }
+  }
+  c.num_kv_heads = present(root, "num_key_value_heads") ? require_size(root, "num_key_value_heads") : c.num_heads;
+  if (c.num_heads % c.num_kv_heads != 0) {
+    root.fail("num_key_value_heads",
+              "is " + std::to_string(c.num_kv_heads) + ", which does not divide num_attention_heads " +
+                  std::to_string(c.num_heads),
+              "a divisor of num_attention_heads (grouped-query attention)");
   }
   c.vocab_size = require_size(root, "vocab_size");
   c.max_positions = require_size(root, "max_position_embeddings");

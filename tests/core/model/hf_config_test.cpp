@@ -197,6 +197,16 @@ TEST(HfConfig, BadConfigsNameFileKeyAndTheSupportedTypes) {
   EXPECT_EQ(e.key(), "num_key_value_head");
   EXPECT_EQ(e.suggestion(), "num_key_value_heads");
 
+  // Heads that split no hidden size are the head count's fault, not num_key_value_heads' (which
+  // divides neither): issue 45.
+  const auto odd_heads = write_config(
+      "odd-heads", "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+                   "\"num_attention_heads\": 27, \"intermediate_size\": 128, \"vocab_size\": 100, "
+                   "\"max_position_embeddings\": 64, \"num_key_value_heads\": 4}");
+  e = expect_input_error([&] { pc::load_hf_config(odd_heads, pc::DType::kBF16); });
+  EXPECT_EQ(e.key(), "num_attention_heads");
+  EXPECT_NE(e.problem().find("does not divide hidden_size 64"), std::string::npos) << e.problem();
+
   const auto not_causal = write_config("seqcls", "{\"model_type\": \"llama\", \"architectures\": [\"LlamaForSequenceClassification\"]}");
   e = expect_input_error([&] { pc::load_hf_config(not_causal, pc::DType::kBF16); });
   EXPECT_EQ(e.key(), "architectures");
