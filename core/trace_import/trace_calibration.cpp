@@ -106,7 +106,8 @@ TraceCalibration calibrate_from_traces(const TraceSet& set, double tolerance) {
       }
       const RankCollective& first = set.ranks[m.ranks.front()].collectives[m.members.front()];
       const int element_bytes = dtype_bytes(first.dtype);
-      if (m.elements < 0 || element_bytes == 0) {
+      // Input Dims products saturate rather than overflow; no collective moves 2^50 elements.
+      if (m.elements < 0 || m.elements > (std::int64_t{1} << 50) || element_bytes == 0) {
         ++unsized;
         continue;
       }

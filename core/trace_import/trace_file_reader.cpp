@@ -319,6 +319,13 @@ class TraceSax : public nlohmann::json_sax<json> {
     else if (key_ == "correlation") pending_.correlation = value;
     else if (key_ == "In msg nelems" || key_ == "Out msg nelems" || key_ == "Group size") {
       if (value < 0) return fail(where() + ": negative \"" + key_ + "\"");
+      // 2^50 elements is a petabyte of bf16, beyond any device: a size past it is a damaged file,
+      // and its bytes would overflow every sum downstream.
+      constexpr std::int64_t kMaxElements = std::int64_t{1} << 50;
+      if (key_ != "Group size" && value > kMaxElements) {
+        return fail(where() + ": \"" + key_ + "\" is " + std::to_string(value) +
+                    ", more than any device holds (at most 2^50 elements)");
+      }
       (key_ == "In msg nelems" ? pending_.in_nelems : key_ == "Out msg nelems" ? pending_.out_nelems : pending_.group_size) = value;
     } else if (key_ == "Seq") pending_.seq = value;
     else if (key_ == "Bytes") pending_.bytes = value;

@@ -329,3 +329,19 @@ TEST(TraceImport, DeepSpeedHooksFromPythonFunctionEvents) {
   const std::string text = pc::format_trace_summary(set, summary);
   EXPECT_NE(text.find("hook _pre_forward_module_hook"), std::string::npos) << text;
 }
+
+// A collective of 2^62 elements (issue 45: calibrate went on and printed "sizes up to
+// -9223372036854775808 B") is a damaged file: stopped where it is read, naming the key.
+TEST(TraceImportBadInput, CollectiveSizeBeyondAnyDevice) {
+  TempDir dir("trace-bad");
+  SyntheticTrace t(0, 2);
+  t.step(1, 1000, 1000);
+  t.cpu("record_param_comms", 1060, 30, "cpu_op",
+        {{"External id", 10}, {"Collective name", "_allgather_base"}, {"In msg nelems", std::int64_t{1} << 62},
+         {"Out msg nelems", 200}, {"Group size", 2}, {"dtype", "BFloat16"}, {"Process Group Name", "0"}});
+  const auto path = t.write(dir.path() / "huge.json");
+  const std::string error = error_of({path.string()});
+  EXPECT_NE(error.find("\"In msg nelems\" is 4611686018427387904, more than any device holds (at most 2^50 elements)"),
+            std::string::npos)
+      << error;
+}
