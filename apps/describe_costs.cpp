@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/hardware/device_memory_budget.hpp"
 #include "core/hardware/hardware_derived.hpp"
 #include "core/model/checkpoint_units.hpp"
 #include "sim/compute_model.hpp"
@@ -141,6 +142,9 @@ void print_compute_costs(const CostsInput& input, std::ostream& out) {
   }
   if (input.scenario) {
     const core::Scenario& scenario = *input.scenario;
+    out << "device memory: "
+        << core::device_memory_budget(scenario.cluster.hardware, scenario.cluster.world_size(), scenario.cluster.nodes).text()
+        << "\n";
     const sim::ZeroStepCosts z = sim::zero_step_costs(compute, scenario);
     const auto ms = [](sim::TimeNs ns) { return static_cast<double>(ns) / 1e6; };
     out << format("ZeRO-3's own work per optimizer step and rank (%lld ranks, %lld per node, %lld micro-batches; "

@@ -18,6 +18,7 @@
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/scenario_json.hpp"
 #include "core/metrics/summary_json.hpp"
+#include "core/hardware/device_memory_budget.hpp"
 #include "fidelity_band.hpp"
 #include "sim/kineto_trace.hpp"
 #include "sim/trace_json.hpp"
@@ -49,6 +50,25 @@ std::string mib(std::int64_t bytes) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return buffer;
+}
+
+core::DeviceMemoryBudget budget_of(const core::Scenario& scenario) {
+  return core::device_memory_budget(scenario.cluster.hardware, scenario.cluster.world_size(), scenario.cluster.nodes);
+}
+
+nlohmann::ordered_json device_memory_json(const core::Scenario& scenario) {
+  const core::DeviceMemoryBudget b = budget_of(scenario);
+  const auto mib = [](std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
+  nlohmann::ordered_json j;
+  j["cuda_total_mib"] = mib(b.cuda_total_bytes);
+  j["cuda_context_mib"] = mib(b.context_bytes);
+  j["nccl_buffers_mib"] = mib(b.nccl_bytes);
+  j["nccl_communicators"] = b.nccl_communicators;
+  j["nccl_channels"] = b.nccl_channels;
+  j["nccl_nvls"] = b.nccl_nvls;
+  j["cublas_workspaces_mib"] = mib(b.cublas_workspace_bytes);
+  j["allocator_capacity_mib"] = mib(b.allocator_capacity_bytes());
+  return j;
 }
 
 void print_summary(const core::Scenario& scenario, const core::SummaryStats& stats,
@@ -92,6 +112,7 @@ void print_summary(const core::Scenario& scenario, const core::SummaryStats& sta
                                      stats.peak_reserved_bytes)
                     : std::string("0"))
             << "% not allocated at the peaks: fragmentation and cache)\n"
+            << "device memory:       " << budget_of(scenario).text() << "\n"
             << (stats.trace_invalidations
                     ? "trace invalidations: " + std::to_string(stats.trace_invalidations->total) + " (" +
                           std::to_string(stats.trace_invalidations->per_iteration).substr(0, 4) +
@@ -230,6 +251,7 @@ int run(const RunOptions& options) {
   // How far the fidelity corpus's nearest cases were off (out of sample): how far to trust this.
   const std::optional<FidelityBand> band = bundled_fidelity_band(scenario);
   if (band) summary["fidelity_band"] = band->to_json();
+  summary["device_memory"] = device_memory_json(scenario);
   summary["ranks_simulated"] = result.ranks.text();
   if (!result.ranks.full_because.empty()) summary["every_rank_simulated_because"] = result.ranks.full_because;
   // A scenario's `expect:` is a regression test: any check not met fails the run with exit

@@ -5,9 +5,10 @@
 
 namespace prefetchlab::sim {
 
-RankMemory::RankMemory(std::int64_t capacity_bytes, const core::AllocatorOptions& options,
-                       const Stream* const (&streams)[3], int rank, bool record_timeline)
-    : device_(static_cast<std::uint64_t>(capacity_bytes)),
+RankMemory::RankMemory(std::int64_t capacity_bytes, std::int64_t held_elsewhere_bytes,
+                       const core::AllocatorOptions& options, const Stream* const (&streams)[3], int rank,
+                       bool record_timeline)
+    : device_(static_cast<std::uint64_t>(capacity_bytes), static_cast<std::uint64_t>(held_elsewhere_bytes)),
       allocator_(device_, options),
       streams_{streams[0], streams[1], streams[2]},
       rank_(rank),

@@ -20,7 +20,9 @@ namespace prefetchlab::sim {
 
 class RankMemory {
  public:
-  RankMemory(std::int64_t capacity_bytes, const core::AllocatorOptions& options,
+  // `capacity_bytes` is what CUDA reports as the device's total (per_process_memory_fraction's
+  // base, as in PyTorch); `held_elsewhere_bytes` of it the process holds outside the allocator.
+  RankMemory(std::int64_t capacity_bytes, std::int64_t held_elsewhere_bytes, const core::AllocatorOptions& options,
              const Stream* const (&streams)[3], int rank, bool record_timeline);
 
   // nullopt = out of memory; `oom()` then says what failed. `use` tags the block for the peak's

@@ -1,6 +1,7 @@
 #include "rank_process.hpp"
 
 #include "sim/zero_step_costs.hpp"
+#include "core/hardware/device_memory_budget.hpp"
 
 #include "core/control/fetch_samples.hpp"
 #include "core/zero/host_throttle.hpp"
@@ -90,7 +91,11 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   all_gather_ = overlap ? &all_gather_stream_ : &compute_;
   reduce_scatter_ = overlap ? &reduce_scatter_stream_ : &compute_;
   const Stream* const streams[3] = {&compute_, all_gather_, reduce_scatter_};
-  memory_ = std::make_unique<RankMemory>(shared.scenario->cluster.hardware.gpu.memory_bytes,
+  // The caching allocator gets what CUDA reports less the context, NCCL's buffers and cuBLAS's
+  // workspaces (core/hardware/device_memory_budget.hpp).
+  const core::ClusterConfig& cluster = shared.scenario->cluster;
+  const core::DeviceMemoryBudget budget = core::device_memory_budget(cluster.hardware, cluster.world_size(), cluster.nodes);
+  memory_ = std::make_unique<RankMemory>(budget.cuda_total_bytes, budget.outside_allocator_bytes(),
                                          shared.scenario->memory.allocator, streams, rank,
                                          shared.scenario->output.memory_timeline &&
                                              (shared.timeline_rank_mask.empty() ||

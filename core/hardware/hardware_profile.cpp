@@ -112,6 +112,7 @@ GpuSpec read_gpu(const YamlSection& s) {
   GpuSpec gpu;
   gpu.model = s.get_string("model", "");
   gpu.memory_bytes = s.get_bytes("memory", 0);
+  gpu.cuda_memory_bytes = s.get_bytes("cuda_memory", 0);
   gpu.bf16_dense_flops_per_s =
       get_positive(s, "bf16_dense_tflops", "TFLOPS, e.g. 989").value_or(0) * kTeraFlopsPerS;
   if (const auto v = get_positive(s, "fp16_dense_tflops", "TFLOPS, e.g. 989")) {
@@ -130,6 +131,9 @@ GpuSpec read_gpu(const YamlSection& s) {
                    {"memory_bandwidth_gb_per_s", "a number > 0 (GB/s, e.g. 3350)"},
                    {"sm_count", "a whole number >= 1"}});
   if (gpu.memory_bytes <= 0) s.fail("memory", "is 0", "a byte size > 0 (e.g. 80GiB)");
+  if (gpu.cuda_memory_bytes > gpu.memory_bytes) {
+    s.fail("cuda_memory", "is more than memory", "what CUDA reports on an empty device, at most memory (e.g. 81089MiB)");
+  }
   return gpu;
 }
 

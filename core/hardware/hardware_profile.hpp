@@ -19,6 +19,10 @@ namespace prefetchlab::core {
 struct GpuSpec {
   std::string model;  // e.g. "NVIDIA H100 SXM 80GB"
   std::int64_t memory_bytes = 0;
+  // gpu.cuda_memory: what CUDA reports as the device's total on an empty device
+  // (torch.cuda.mem_get_info()[1]), below the nominal size by what the driver keeps; 0 = not
+  // stated (memory_bytes is used). core/hardware/device_memory_budget.hpp.
+  std::int64_t cuda_memory_bytes = 0;
   double bf16_dense_flops_per_s = 0;             // tensor cores, no sparsity
   std::optional<double> fp16_dense_flops_per_s;  // absent: same rate as bf16
   std::optional<double> fp32_flops_per_s;        // absent: not stated

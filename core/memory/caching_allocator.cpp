@@ -263,7 +263,7 @@ MallocResult CachingAllocator::malloc(std::uint64_t size_bytes, StreamId stream)
     oom.allocated_bytes = static_cast<std::uint64_t>(stats_.allocated_bytes.all.current);
     oom.reserved_bytes = reserved_total();
     oom.device_capacity_bytes = device_.capacity_bytes();
-    oom.device_free_bytes = device_.capacity_bytes() - device_.used_bytes();
+    oom.device_free_bytes = device_.capacity_bytes() - device_.held_elsewhere_bytes() - device_.used_bytes();
     oom.allowed_bytes = allowed_bytes();
     return MallocResult{std::nullopt, oom};
   }

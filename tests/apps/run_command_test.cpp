@@ -253,7 +253,7 @@ TEST(RunCommand, AllocatorCacheFlushesAreCountedAndWarned) {
   const std::string scenario = (kScenarios / "tune" / "tiny-llama-2x-nvlink.yaml").string();
   TempDir pressed("retries");
   const auto result = run_cli("run " + scenario + " -o " + pressed.path().string() +
-                              " --set output.trace=false --set memory.allocator.per_process_memory_fraction=0.0127");
+                              " --set output.trace=false --set memory.allocator.per_process_memory_fraction=0.0128");
   EXPECT_EQ(result.exit_code, 0) << result.output;
   const auto summary = nlohmann::json::parse(read_file(pressed.path() / "summary.json"));
   EXPECT_EQ(summary["status"], "ok");

@@ -234,6 +234,14 @@ TEST(HardwareProfileErrors, UnknownTopLevelKeySuggestsClosest) {
   EXPECT_EQ(e.suggestion(), "network");
 }
 
+// What CUDA reports on an empty device cannot exceed the card's memory (core/hardware/
+// device_memory_budget.hpp takes the allocator's share from it).
+TEST(HardwareProfileErrors, CudaMemoryAboveTheCardsMemory) {
+  const auto e = load_error({with_line(kNvlinkBox, 6, "  memory_bandwidth_gb_per_s: 3350\n  cuda_memory: 90GiB"), 7,
+                             "gpu.cuda_memory"});
+  EXPECT_NE(e.problem().find("is more than memory"), std::string::npos) << e.what();
+}
+
 TEST(HardwareProfileErrors, WrongType) {
   load_error({with_line(kNvlinkBox, 7, "  sm_count: many"), 7, "gpu.sm_count"});
   load_error({with_line(kNvlinkBox, 14, "  nvswitch: maybe"), 14, "intra_node_link.nvswitch"});
