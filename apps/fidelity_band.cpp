@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "command_context.hpp"
+#include "core/metrics/metrics.hpp"
 
 namespace prefetchlab::apps {
 namespace {
@@ -61,13 +62,7 @@ std::string gpu_generation(std::string_view gpu_model) {
   return std::string(gpu_model);
 }
 
-double FidelityBand::median() const {
-  if (speed_errors.empty()) return 0;
-  std::vector<double> sorted = speed_errors;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t n = sorted.size();
-  return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-}
+double FidelityBand::median() const { return core::median(speed_errors); }
 
 std::string FidelityBand::text() const {
   if (speed_errors.empty()) {

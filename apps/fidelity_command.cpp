@@ -18,6 +18,7 @@
 #include "command_context.hpp"
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
+#include "core/metrics/metrics.hpp"
 #include "fidelity_band.hpp"
 #include "fidelity_case.hpp"
 #include "fidelity_cross_validation.hpp"
@@ -68,11 +69,9 @@ ErrorSpread spread_of(const std::vector<double>& speed_errors) {
   }
   s.with_figure = static_cast<int>(errors.size());
   if (errors.empty()) return s;
-  std::sort(errors.begin(), errors.end());
-  const std::size_t n = errors.size();
-  s.median_abs = n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
-  s.max_abs = errors.back();
-  s.share_too_fast = static_cast<double>(above) / static_cast<double>(n);
+  s.median_abs = core::median(errors);
+  s.max_abs = *std::max_element(errors.begin(), errors.end());
+  s.share_too_fast = static_cast<double>(above) / static_cast<double>(errors.size());
   return s;
 }
 

@@ -148,8 +148,6 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
       // points until the simulated busy time is within 0.5% of the trace's (at most 4 more runs).
       const double guess = s0 * real_ns / busy0;
       const double busy1 = simulated_busy_ns(guess, &s1);
-      const double first_busy1 = busy1;
-      const double first_s1 = s1;
       double scale = guess;
       double sa = s0, ba = busy0, sb = s1, bb = busy1;
       for (int step = 0; step < 5; ++step) {
@@ -164,12 +162,10 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
           break;
         }
       }
-      const double busy1_report = first_busy1;
-      s1 = first_s1;
       values["compute_time_scale"] = scale;
       std::printf("  compute_time_scale %.3f: compute busy %.3f ms per step in the trace (median of %zu steps) against "
                   "%.3f ms simulated at scale %.3g and %.3f ms at %.3g (%s, steady iterations)\n",
-                  scale, real_ns / 1e6, real_busy.size(), busy0 / 1e6, s0, busy1_report / 1e6, s1, scenario_name.c_str());
+                  scale, real_ns / 1e6, real_busy.size(), busy0 / 1e6, s0, busy1 / 1e6, s1, scenario_name.c_str());
       header << "#   compute_time_scale " << fmt("%.3f", scale) << " from " << real_busy.size() << " steps against "
              << scenario_name << "\n";
     } else {
