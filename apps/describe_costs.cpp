@@ -157,7 +157,7 @@ void print_compute_costs(const CostsInput& input, std::ostream& out) {
     out << format("  gradient copies (bucket, interleave, divide, partition)             %10.2f ms\n",
                   ms(z.gradient_copies_ns));
     if (scenario.zero.offload_optimizer.device == core::OffloadDevice::kNone) {
-      out << format("  optimizer step on the GPU (norm, upcast, fused Adam, copy back)      %10.2f ms\n",
+      out << format("  optimizer step on the GPU (norm, flatten, upcast, clip, Adam, copy)  %10.2f ms\n",
                     ms(z.optimizer_device_ns));
     } else {
       out << format("  CPU Adam (offload_optimizer; the node's %lld ranks share %.3g params/s) %10.2f ms\n",

@@ -248,10 +248,14 @@ TimeNs ComputeModel::copy_ns(std::int64_t bytes) const {
 
 std::int64_t ComputeModel::optimizer_bytes_per_element(core::DType dtype) {
   const std::int64_t e = core::dtype_bytes(dtype);
-  const std::int64_t grad_norm = e;
-  const std::int64_t grad_upcast = e + kFp32Bytes;
+  const std::int64_t overflow_check = dtype == core::DType::kFP16 ? 2 * (e + 2) : 0;
+  const std::int64_t grad_norm_in_double = e + 8 + 8;
+  const std::int64_t flatten = 2 * e;
+  const std::int64_t grad_upcast = e == kFp32Bytes ? 0 : e + kFp32Bytes;
+  const std::int64_t unscale = 2 * kFp32Bytes;
   const std::int64_t master_to_param = kFp32Bytes + e;
-  return grad_norm + grad_upcast + kFusedAdamBytes + master_to_param;
+  return overflow_check + grad_norm_in_double + flatten + grad_upcast + unscale + kFusedAdamBytes +
+         master_to_param;
 }
 
 TimeNs ComputeModel::optimizer_step_ns(std::int64_t shard_numel) const {

@@ -118,17 +118,23 @@ class ComputeModel {
   TimeNs copy_ns(std::int64_t bytes) const;
 
   // Adam over this rank's fp32 shard of `shard_numel` elements: memory-bound (~12 FLOPs per
-  // element against 40+ bytes). Bytes per element, following DeepSpeed stage3.py's step() with
-  // e = the training dtype's size (2 for bf16):
-  //   grad norm over the e-byte gradient partition            e      (read)
-  //   gradient partition upcast to fp32                       e + 4  (read, write)
+  // element against ~70 bytes). Bytes per element, following DeepSpeed's stage3.py step()
+  // (DeepSpeed 0.12 onward), e = the training dtype's size (2 for bf16/fp16):
+  //   fp16 only, has_overflow: isinf(...).any(), isnan(...).any()  2 x (e + 2)
+  //     over the flat gradient partition buffer (bf16 is not checked since #4512)
+  //   get_grad_norm_direct: g.double().norm(2) per gradient   e + 8 + 8 (read, write, read)
+  //   _prepare_fp32_grad_for_sub_group: flatten (torch.cat)   2e    (read, write)
+  //     then .to(fp32), a no-op when e = 4                    e + 4 (read, write)
+  //   unscale_and_clip_grads: fp32 grad.mul_(1 / scale),      8
+  //     run every step since #1453
   //   fused Adam: read param, grad, exp_avg, exp_avg_sq       16
   //               write param, exp_avg, exp_avg_sq            12
-  //   updated fp32 master copied into the e-byte param shard  4 + e  (read, write)
-  // = 36 + 3e: 42 bytes for bf16/fp16, 48 for fp32. The 12 bytes of fp32 master + m + v are the
+  //   _reassign_or_swap_out_partitioned_parameters: the fp32  4 + e (read, write)
+  //     master copied into the e-byte param shard
+  // = 70 bytes for bf16, 78 for fp16, 72 for fp32. The 12 bytes of fp32 master + m + v are the
   // ZeRO paper's K = 12 (Rajbhandari et al. 2020, arXiv:1910.02054); the per-kernel traffic is this
-  // derivation, not measured. A calibrated device_adam_elements_per_s (a measured Adam kernel)
-  // replaces the derivation.
+  // reading of DeepSpeed's code, not measured. A calibrated device_adam_elements_per_s (a
+  // measured step) replaces the derivation.
   TimeNs optimizer_step_ns(std::int64_t shard_numel) const;
   static std::int64_t optimizer_bytes_per_element(core::DType dtype);
 

@@ -264,8 +264,8 @@ struct CalibrationConstants {
   // Measured throughput of the device's own Adam kernel (no offload): parameters updated per
   // second. Unset = the memory-bound model (optimizer_step_ns in sim/compute_model.hpp), right
   // for a GPU; a device whose Adam is compute-bound sets it (calibrate --backend host: a scalar
-  // CPU loop with a sqrt and divisions per element, ~4x faster than its 42 bytes at the
-  // measured memory-pass rate would allow).
+  // CPU loop with a sqrt and divisions per element, whose time its bytes at the measured
+  // memory-pass rate do not predict).
   std::optional<double> device_adam_elements_per_s;
 
   // The YAML keys above whose value is a default estimate: no measurement for this GPU, and
