@@ -9,6 +9,7 @@ row per measurement:
 - the whole layer, forward and forward + backward, with sdpa pinned to each attention backend
   this PyTorch has (FlashAttention-2 as PyTorch bundles it, cuDNN, memory-efficient);
 - the layer's GEMMs alone, forward and backward (dgrad + wgrad), and attention alone per backend;
+- for GPT-2-XL, the MLP's GELU alone, as one fused kernel and as HF's gelu_new (eight);
 - each distinct GEMM of the layer alone (forward, dgrad, wgrad: columns m, n, k), and a probe of
   tile and wave quantization at M = K = 4096 with N from 3840 to 4608 (the simulator's model,
   sim/compute_model.hpp, predicts 4 waves of 128 x 256 tiles on 132 SMs up to N = 4096 and 5
@@ -24,6 +25,7 @@ everywhere.
 """
 import argparse
 import csv
+import math
 import sys
 
 
@@ -203,6 +205,20 @@ def main(argv):
                     # With autograd recording, as a training step's forward runs.
                     record("layer_forward", name, mode, time_ms(lambda: layer(x), mode))
                     record("layer_forward_backward", name, mode, time_ms(lambda: layer(x).backward(grad), mode))
+        if spec["kind"] == "gpt2":
+            # The MLP activation alone over (b * s, ffn), both ways a GPT-2 runs it: one fused
+            # kernel (F.gelu, approximate="tanh") and HF's NewGELUActivation ("gelu_new", the
+            # model's default), its tanh formula op by op (core/model/activation_function.hpp).
+            u = torch.randn(b * s, spec["ffn"], device=dev, dtype=dt, requires_grad=True)
+            du = torch.ones_like(u)
+            c = math.sqrt(2.0 / math.pi)
+            gelus = [("gelu_fused", lambda t: F.gelu(t, approximate="tanh")),
+                     ("gelu_new", lambda t: 0.5 * t * (1.0 + torch.tanh(c * (t + 0.044715 * torch.pow(t, 3.0)))))]
+            for part, gelu in gelus:
+                for mode in ("synchronized", "pipelined"):
+                    record(part + "_forward", "", mode, time_ms(lambda: gelu(u), mode))
+                    record(part + "_forward_backward", "", mode, time_ms(lambda: gelu(u).backward(du), mode))
+            del u, du
         del layer, x, q, k, v
         torch.cuda.empty_cache()
 

@@ -77,8 +77,14 @@ ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, D
   auto layer_norm = [&](const std::string& module) {
     b.leaf(module, "LayerNorm", layer_norm_costs(h, e).saving(2 * h), ids(module));  // input 2sbh
   };
-  auto dropout = [&](const std::string& module) {
-    b.leaf(module, "Dropout", dropout_costs(h, e).saving(h));  // mask sbh
+  // nn.Dropout: a kernel that saves its mask (sbh) when p > 0; with p = 0 only the module's call
+  // (hooks fire), no kernel.
+  auto dropout = [&](const std::string& module, double p) {
+    if (p > 0) {
+      b.leaf(module, "Dropout", dropout_costs(h, e).saving(h));
+    } else {
+      b.leaf(module, "Dropout");
+    }
   };
   const ModuleCosts residual_add = residual_add_costs(h, e);
 
@@ -98,7 +104,7 @@ ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, D
   b.leaf(n("embeddings.position_embeddings"), "Embedding", embedding_costs(h, e),
          {b.param(n("embeddings.position_embeddings.weight"))});
   layer_norm(n("embeddings.LayerNorm"));
-  dropout(n("embeddings.dropout"));
+  dropout(n("embeddings.dropout"), config.embedding_dropout);
   b.end();
   b.begin(n("encoder"), "BertEncoder");
   // encoder.layer (ModuleList) is only iterated, never called: its hooks never fire.
@@ -120,11 +126,15 @@ ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, D
       linear(p + ".attention.self.query", h, h, 2 * h);  // saves the shared q/k/v input (2sbh)
       linear(p + ".attention.self.key", h, h, 0);
       linear(p + ".attention.self.value", h, h, 0);
-      b.leaf(p + ".attention.self.dropout", "Dropout", attention_dropout_costs(a, e).saving(0, 3 * a));
+      if (config.attention_dropout > 0) {
+        b.leaf(p + ".attention.self.dropout", "Dropout", attention_dropout_costs(a, e).saving(0, 3 * a));
+      } else {
+        b.leaf(p + ".attention.self.dropout", "Dropout");
+      }
     } else {
       // BertSdpaSelfAttention passes the dropout probability to sdpa and never calls its
       // registered `dropout` module. Saved: Q, K, V 6sbh, the output 2sbh, the log-sum-exp.
-      shape.dropout = true;
+      shape.dropout = config.attention_dropout > 0;
       b.begin(p + ".attention.self", "BertSdpaSelfAttention",
               attention_core_costs(AttentionImpl::kSdpa, shape, e).saving(8 * h + 4 * a));
       linear(p + ".attention.self.query", h, h, 2 * h);  // saves the shared q/k/v input (2sbh)
@@ -135,20 +145,21 @@ ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, D
     // BertSelfOutput.forward: dense, dropout, LayerNorm(x + residual).
     b.begin(p + ".attention.output", "BertSelfOutput", residual_add);
     linear(p + ".attention.output.dense", h, h, 2 * h);  // output-projection input 2sbh
-    dropout(p + ".attention.output.dropout");
+    dropout(p + ".attention.output.dropout", config.hidden_dropout);
     layer_norm(p + ".attention.output.LayerNorm");
     b.end();
     b.end();
     // BertLayer.feed_forward_chunk: intermediate (dense, act), output (dense, dropout, LayerNorm).
     b.begin(p + ".intermediate", "BertIntermediate");
     linear(p + ".intermediate.dense", h, f, 2 * h);  // first-linear input 2sbh
-    // erf GeLU (~8 FLOPs/element); saves its input 2sbf (8sbh at f = 4h).
-    b.leaf(p + ".intermediate.intermediate_act_fn", "GELUActivation",
-           activation_costs("gelu", f, 8, e).saving(2 * f));
+    // ACT2FN[hidden_act]: erf GeLU by default (~8 FLOPs/element), saving its input 2sbf (8sbh
+    // at f = 4h).
+    b.leaf(p + ".intermediate.intermediate_act_fn", activation_function_class(config.activation),
+           activation_function_costs(config.activation, f, e));
     b.end();
     b.begin(p + ".output", "BertOutput", residual_add);
     linear(p + ".output.dense", f, h, 2 * f);  // GeLU output 2sbf
-    dropout(p + ".output.dropout");
+    dropout(p + ".output.dropout", config.hidden_dropout);
     layer_norm(p + ".output.LayerNorm");
     b.end();
     b.end();
@@ -181,8 +192,8 @@ ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, D
     b.begin("cls.predictions", "BertLMPredictionHead", {}, {bias_id});
     b.begin("cls.predictions.transform", "BertPredictionHeadTransform");
     linear("cls.predictions.transform.dense", h, h, 2 * h);
-    b.leaf("cls.predictions.transform.transform_act_fn", "GELUActivation",
-           activation_costs("gelu", h, 8, e).saving(2 * h));
+    b.leaf("cls.predictions.transform.transform_act_fn", activation_function_class(config.activation),
+           activation_function_costs(config.activation, h, e));
     layer_norm("cls.predictions.transform.LayerNorm");
     b.end();
     const int weight_id = b.param(tied ? n("embeddings.word_embeddings.weight")

@@ -59,9 +59,14 @@ ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, D
     // Saves its input, 2sbh.
     b.leaf(module, "LayerNorm", layer_norm_costs(h, e).saving(2 * h), ids(module));
   };
-  auto dropout = [&](const std::string& module) {
-    // Saves its mask, sbh bytes.
-    b.leaf(module, "Dropout", dropout_costs(h, e).saving(h));
+  // nn.Dropout: a kernel that saves its mask (sbh bytes) when p > 0; with p = 0 it returns its
+  // input (no kernel, nothing saved), but the module is called and its hooks fire.
+  auto dropout = [&](const std::string& module, double p) {
+    if (p > 0) {
+      b.leaf(module, "Dropout", dropout_costs(h, e).saving(h));
+    } else {
+      b.leaf(module, "Dropout");
+    }
   };
 
   // Root own work: the causal-LM loss (HF's ForCausalLMLoss upcasts logits to fp32).
@@ -69,7 +74,7 @@ ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, D
   b.begin("transformer", "GPT2Model", residual_add_costs(h, e));  // wte + wpe
   b.leaf("transformer.wte", "Embedding", embedding_costs(h, e), {b.param("transformer.wte.weight")});
   b.leaf("transformer.wpe", "Embedding", embedding_costs(h, e), {b.param("transformer.wpe.weight")});
-  dropout("transformer.drop");
+  dropout("transformer.drop", config.embedding_dropout);
   AttentionShape shape;
   shape.hidden = h;
   shape.kv_dim = h;
@@ -88,26 +93,33 @@ ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, D
       // 2as^2b, dropout mask as^2b, dropout output 2as^2b.
       b.begin(p + ".attn", "GPT2Attention", attention_core_costs(attention, shape, e).saving(6 * h, 2 * a));
       conv(p + ".attn.c_attn", h, 3 * h, 2 * h);  // QKV input 2sbh
-      b.leaf(p + ".attn.attn_dropout", "Dropout", attention_dropout_costs(a, e).saving(0, 3 * a));
+      if (config.attention_dropout > 0) {
+        b.leaf(p + ".attn.attn_dropout", "Dropout", attention_dropout_costs(a, e).saving(0, 3 * a));
+      } else {
+        b.leaf(p + ".attn.attn_dropout", "Dropout");
+      }
     } else {
       // GPT2SdpaAttention / GPT2FlashAttention2 pass attn_dropout.p to the fused kernel and never
       // call attn_dropout. Saved: Q, K, V 6sbh, the output 2sbh, the log-sum-exp 4 bytes per head.
-      shape.dropout = true;
+      shape.dropout = config.attention_dropout > 0;
       b.begin(p + ".attn", attention == AttentionImpl::kSdpa ? "GPT2SdpaAttention" : "GPT2FlashAttention2",
               attention_core_costs(attention, shape, e).saving(8 * h + 4 * a));
       conv(p + ".attn.c_attn", h, 3 * h, 2 * h);  // QKV input 2sbh
     }
     conv(p + ".attn.c_proj", h, h, 2 * h);      // output-projection input 2sbh
-    dropout(p + ".attn.resid_dropout");
+    dropout(p + ".attn.resid_dropout", config.hidden_dropout);
     b.end();
     layer_norm(p + ".ln_2");
     // GPT2MLP.forward: c_fc, act, c_proj, dropout.
     b.begin(p + ".mlp", "GPT2MLP");
     conv(p + ".mlp.c_fc", h, f, 2 * h);  // first-linear input 2sbh
-    // gelu_new (tanh approximation, ~8 FLOPs/element); saves its input 2sbf (8sbh at f = 4h).
-    b.leaf(p + ".mlp.act", "NewGELUActivation", activation_costs("gelu_tanh", f, 8, e).saving(2 * f));
+    // ACT2FN[activation_function]: gelu_new by default, eight eager kernels that keep four
+    // tensors of width f (core/model/activation_function.hpp); a one-kernel function keeps its
+    // input 2sbf (8sbh at f = 4h).
+    b.leaf(p + ".mlp.act", activation_function_class(config.activation),
+           activation_function_costs(config.activation, f, e));
     conv(p + ".mlp.c_proj", f, h, 2 * f);  // GeLU output 2sbf (8sbh at f = 4h)
-    dropout(p + ".mlp.dropout");
+    dropout(p + ".mlp.dropout", config.hidden_dropout);
     b.end();
     b.end();
   }

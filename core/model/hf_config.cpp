@@ -25,16 +25,36 @@ constexpr std::string_view kNoEffectKeys[] = {
     "_name_or_path", "transformers_version", "torch_dtype", "bos_token_id", "eos_token_id",
     "pad_token_id", "sep_token_id", "decoder_start_token_id", "rms_norm_eps", "layer_norm_eps",
     "layer_norm_epsilon", "rope_theta", "rope_scaling", "initializer_range", "use_cache",
-    "attention_dropout", "hidden_act", "hidden_activation", "activation_function",
     "sliding_window", "use_sliding_window", "max_window_layers", "pretraining_tp",
     "output_router_logits", "router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob",
     "attn_logit_softcapping", "query_pre_attn_scalar", "cache_implementation",
-    "original_max_position_embeddings", "resid_pdrop", "embd_pdrop", "attn_pdrop",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "position_embedding_type",
+    "original_max_position_embeddings", "position_embedding_type",
     "classifier_dropout", "gradient_checkpointing", "n_ctx", "scale_attn_weights",
     "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "summary_activation",
     "summary_first_dropout", "summary_proj_to_labels", "summary_type", "summary_use_proj",
     "task_specific_params", "auto_map", "lora_alpha", "head_pdrop"};
+
+// Keys that set the activation or a dropout: read by the families whose classes use them
+// (family_reads), and without effect in the others.
+constexpr std::string_view kFamilyKeys[] = {"hidden_act", "hidden_activation", "activation_function",
+                                            "attention_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
+                                            "hidden_dropout_prob", "attention_probs_dropout_prob"};
+
+bool family_reads(std::string_view model_type, std::string_view key) {
+  if (model_type == "gpt2") return key == "activation_function" || key == "resid_pdrop" || key == "embd_pdrop" || key == "attn_pdrop";
+  if (model_type == "bert") return key == "hidden_act" || key == "hidden_dropout_prob" || key == "attention_probs_dropout_prob";
+  // GemmaMLP and Gemma2MLP apply ACT2FN[hidden_activation]; the other decoders ACT2FN[hidden_act].
+  const bool gemma = model_type == "gemma" || model_type == "gemma2";
+  if (key == (gemma ? "hidden_activation" : "hidden_act") || key == "attention_dropout") return true;
+  return model_type == "phi3" && (key == "resid_pdrop" || key == "embd_pdrop");
+}
+
+// A dropout probability, `fallback` when absent or null.
+double read_dropout(const YamlSection& root, std::string_view key, double fallback) {
+  root.mark_known(key);
+  if (!root.has(key) || root.raw(key).IsNull()) return fallback;
+  return root.require_double(key, 0.0, kMaxDropoutProbability);
+}
 
 // The family of each model type, its class-name prefix and its ForCausalLM default for
 // tie_word_embeddings (each family's configuration_<type>.py in transformers).
@@ -136,7 +156,6 @@ HfDecoderConfig read_decoder(const YamlSection& root, const DecoderFamily& famil
   } else if (c.model_type == "qwen2" || c.model_type == "qwen2_moe") {
     c.qkv_bias = true;  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
   } else if (c.model_type == "gemma" || c.model_type == "gemma2") {
-    c.gelu = true;
     c.scaled_embeddings = true;
     // Gemma2Config.attention_bias defaults to False; a config that sets it true is not built.
     if (present(root, "attention_bias") && root.require_bool("attention_bias")) {
@@ -152,7 +171,16 @@ HfDecoderConfig read_decoder(const YamlSection& root, const DecoderFamily& famil
     c.fused_qkv = true;
     c.fused_gate_up = true;
     c.residual_dropouts = true;
+    // Phi3Config's defaults: 0.0.
+    c.residual_dropout = read_dropout(root, "resid_pdrop", 0.0);
+    c.embedding_dropout = read_dropout(root, "embd_pdrop", 0.0);
   }
+  // GemmaConfig and Gemma2Config: hidden_activation, gelu_pytorch_tanh when unset; the others'
+  // hidden_act defaults to silu. attention_dropout defaults to 0.0 in every family.
+  const bool gemma = c.model_type == "gemma" || c.model_type == "gemma2";
+  c.activation = gemma ? read_activation_function(root, "hidden_activation", ActivationFunction::kGeluTanh)
+                       : read_activation_function(root, "hidden_act", ActivationFunction::kSilu);
+  c.attention_dropout = read_dropout(root, "attention_dropout", 0.0);
   if (c.model_type != "llama" && c.model_type != "gemma" && c.model_type != "gemma2") {
     // Only LlamaConfig has these; other families' builders have no such switch.
     for (std::string_view key : {"attention_bias", "mlp_bias"}) {
@@ -244,6 +272,11 @@ ModelConfig read_gpt2(const YamlSection& root) {
   // GPT2Config: n_inner = None means 4 * n_embd.
   c.intermediate_size = present(root, "n_inner") ? require_size(root, "n_inner") : 4 * c.hidden_size;
   c.tie_embeddings = present(root, "tie_word_embeddings") ? root.require_bool("tie_word_embeddings") : true;
+  // GPT2Config's defaults: gelu_new, and 0.1 for each dropout.
+  c.activation = read_activation_function(root, "activation_function", ActivationFunction::kGeluNew);
+  c.hidden_dropout = read_dropout(root, "resid_pdrop", 0.1);
+  c.attention_dropout = read_dropout(root, "attn_pdrop", 0.1);
+  c.embedding_dropout = read_dropout(root, "embd_pdrop", 0.1);
   return c;
 }
 
@@ -278,6 +311,10 @@ ModelConfig read_bert(const YamlSection& root) {
   } else {
     root.mark_known("tie_word_embeddings");
   }
+  // BertConfig's defaults: gelu, 0.1; the embeddings' dropout is hidden_dropout_prob's.
+  c.activation = read_activation_function(root, "hidden_act", ActivationFunction::kGelu);
+  c.hidden_dropout = c.embedding_dropout = read_dropout(root, "hidden_dropout_prob", 0.1);
+  c.attention_dropout = read_dropout(root, "attention_probs_dropout_prob", 0.1);
   return c;
 }
 
@@ -331,6 +368,12 @@ ModelSpec load_hf_config(const std::filesystem::path& path, DType dtype, Attenti
   std::vector<std::string> no_effect;
   for (const std::string_view key : kNoEffectKeys) {
     if (root.has(key)) {
+      root.mark_known(key);
+      no_effect.emplace_back(key);
+    }
+  }
+  for (const std::string_view key : kFamilyKeys) {
+    if (root.has(key) && !family_reads(type, key)) {
       root.mark_known(key);
       no_effect.emplace_back(key);
     }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/model/activation_function.hpp"
+
 namespace prefetchlab::core {
 
 struct HfDecoderConfig {
@@ -29,8 +31,11 @@ struct HfDecoderConfig {
   bool fused_gate_up = false;  // Phi-3: one gate_up_proj
   bool sandwich_norms = false;     // Gemma-2: pre/post feed-forward norms as well
   bool scaled_embeddings = false;  // Gemma: embeddings times sqrt(hidden)
-  bool gelu = false;               // Gemma: gelu_pytorch_tanh; else SiLU
+  ActivationFunction activation = ActivationFunction::kSilu;  // Gemma: gelu_pytorch_tanh
   bool residual_dropouts = false;  // Phi-3: embed_dropout, resid_attn_dropout, resid_mlp_dropout
+  double residual_dropout = 0;     // Phi-3: resid_pdrop
+  double embedding_dropout = 0;    // Phi-3: embd_pdrop
+  double attention_dropout = 0;    // eager: a dropout over the attention probabilities
   bool final_logit_softcap = false;  // Gemma-2: tanh soft-capping of the logits
   // Mixture of experts (0 experts: a dense MLP in every layer).
   std::int64_t num_experts = 0;

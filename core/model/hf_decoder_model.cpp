@@ -119,19 +119,22 @@ ModelSpec build_hf_decoder_model(const HfDecoderConfig& config, const std::strin
   auto norm = [&](const std::string& module) {
     b.leaf(module, cls + "RMSNorm", rms_norm_costs(h, e).saving(2 * h), {b.param(module + ".weight")});
   };
-  auto dropout = [&](const std::string& module) {
-    // Phi-3's resid_pdrop and embd_pdrop are 0.0: the module is called (its hooks fire) but
-    // nn.Dropout with p = 0 returns its input unchanged.
-    if (config.residual_dropouts) b.leaf(module, "Dropout");
+  // Phi-3's dropout modules: called (their hooks fire) whatever p is; with p = 0, Phi3Config's
+  // default, nn.Dropout returns its input (no kernel, no mask).
+  auto dropout = [&](const std::string& module, double p) {
+    if (!config.residual_dropouts) return;
+    if (p > 0) {
+      b.leaf(module, "Dropout", dropout_costs(h, e).saving(h));
+    } else {
+      b.leaf(module, "Dropout");
+    }
   };
-  const char* act_class = config.gelu ? "PytorchGELUTanh" : "SiLU";
-  const std::int64_t act_flops = config.gelu ? 8 : 4;
+  const char* act_class = activation_function_class(config.activation);
   // One gated MLP's forward on a token share: gate, act, up, down (Mixtral: w1, act, w3, w2).
   auto mlp = [&](const std::string& p, const std::string& class_name, std::int64_t width,
                  bool mixtral_expert, std::int64_t num, std::int64_t den) {
     b.begin(p, class_name, token_share(product_costs(width, e).saving(2 * width), num, den));
-    const ModuleCosts act =
-        token_share(activation_costs(config.gelu ? "gelu" : "silu", width, act_flops, e).saving(2 * width), num, den);
+    const ModuleCosts act = token_share(activation_function_costs(config.activation, width, e), num, den);
     if (mixtral_expert) {
       linear(p + ".w1", h, width, false, 2 * h, num, den);
       b.leaf(p + ".act_fn", act_class, act);
@@ -158,7 +161,7 @@ ModelSpec build_hf_decoder_model(const HfDecoderConfig& config, const std::strin
   b.begin("model", cls + "Model",
           config.scaled_embeddings ? activation_costs("embed_scale", h, 1, e) : ModuleCosts{});
   b.leaf("model.embed_tokens", "Embedding", embedding_costs(h, e), {b.param("model.embed_tokens.weight")});
-  dropout("model.embed_dropout");
+  dropout("model.embed_dropout", config.embedding_dropout);
   b.leaf("model.rotary_emb", cls + "RotaryEmbedding",
          activation_costs("rotary_emb.cos_sin", config.head_dim, 3, e));
   const bool expand_kv = kv_dim != q_dim && attention != AttentionImpl::kFlash;
@@ -169,10 +172,13 @@ ModelSpec build_hf_decoder_model(const HfDecoderConfig& config, const std::strin
   shape.heads = a;
   shape.causal = true;
   shape.softmax_in_fp32 = true;
+  shape.dropout = config.attention_dropout > 0;  // eager only: sdpa and flash fuse it
   const std::int64_t saved_per_token = attention == AttentionImpl::kEager
                                            ? 2 * q_dim + 4 * kv_width
                                            : 2 * q_dim + 4 * kv_width + 2 * q_dim + 4 * a;
-  const std::int64_t saved_per_position = attention == AttentionImpl::kEager ? 6 * a : 0;
+  // Eager: the fp32 softmax and its bf16 cast; a dropout adds its mask and output.
+  const std::int64_t saved_per_position =
+      attention == AttentionImpl::kEager ? 6 * a + (shape.dropout ? 3 * a : 0) : 0;
   const std::string attn_class = cls + (attention == AttentionImpl::kEager  ? "Attention"
                                         : attention == AttentionImpl::kSdpa ? "SdpaAttention"
                                                                             : "FlashAttention2");
@@ -198,7 +204,7 @@ ModelSpec build_hf_decoder_model(const HfDecoderConfig& config, const std::strin
     }
     linear(p + ".self_attn.o_proj", q_dim, h, config.o_bias, 2 * q_dim);
     b.end();
-    dropout(p + ".resid_attn_dropout");
+    dropout(p + ".resid_attn_dropout", config.residual_dropout);
     norm(p + ".post_attention_layernorm");
     if (config.sandwich_norms) norm(p + ".pre_feedforward_layernorm");
     if (sparse(i)) {
@@ -226,7 +232,7 @@ ModelSpec build_hf_decoder_model(const HfDecoderConfig& config, const std::strin
       mlp(p + ".mlp", cls + "MLP", f, false, 1, 1);
     }
     if (config.sandwich_norms) norm(p + ".post_feedforward_layernorm");
-    dropout(p + ".resid_mlp_dropout");
+    dropout(p + ".resid_mlp_dropout", config.residual_dropout);
     b.end();
   }
   norm("model.norm");

@@ -119,7 +119,8 @@ ModelSpec build_llama_model(const ModelConfig& config, const std::string& name, 
     // Own work: the product; it keeps up_proj's output (2sbf).
     b.begin(p + ".mlp", "LlamaMLP", product_costs(f, e).saving(2 * f));
     linear(p + ".mlp.gate_proj", h, f, 2 * h);  // saves the shared gate/up input (2sbh)
-    b.leaf(p + ".mlp.act_fn", "SiLU", activation_costs("silu", f, 4, e).saving(2 * f));
+    b.leaf(p + ".mlp.act_fn", activation_function_class(config.activation),
+           activation_function_costs(config.activation, f, e));
     linear(p + ".mlp.up_proj", h, f, 0);
     linear(p + ".mlp.down_proj", f, h, 2 * f);  // the SiLU*up product (2sbf)
     b.end();

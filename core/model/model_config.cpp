@@ -69,6 +69,7 @@ ModelConfig load_model_config(const YamlSection& root) {
     reject_unused(root, "bias", on_arch + " (its biases are fixed by the architecture)");
   }
   if (arch != Architecture::kBert) reject_unused(root, "type_vocab_size", on_arch);
+  if (arch == Architecture::kLlama) reject_unused(root, "dropout", on_arch + " (LlamaModel has no dropout modules)");
   config.head = read_head(root, arch);
   // Only BertForMaskedLM among the bert heads has an output projection that could be tied.
   const bool bert_without_lm = arch == Architecture::kBert && config.head != ModelHead::kMlm;
@@ -89,6 +90,8 @@ ModelConfig load_model_config(const YamlSection& root) {
   }
   if (arch == Architecture::kBert) root.mark_known("type_vocab_size");
   if (!bert_without_lm) root.mark_known("tie_embeddings");
+  root.mark_known("activation");
+  if (arch != Architecture::kLlama) root.mark_known("dropout");
   root.finish();
 
   config.hidden_size = root.require_int("hidden_size", 1, kMaxSize);
@@ -133,6 +136,15 @@ ModelConfig load_model_config(const YamlSection& root) {
     case Architecture::kLlama:
       config.tie_embeddings = root.get_bool("tie_embeddings", false);
       break;
+  }
+  // The HF config classes' defaults (ModelConfig); `dropout` sets every dropout of the model.
+  const ActivationFunction default_activation = arch == Architecture::kGpt2   ? ActivationFunction::kGeluNew
+                                                : arch == Architecture::kBert ? ActivationFunction::kGelu
+                                                                              : ActivationFunction::kSilu;
+  config.activation = read_activation_function(root, "activation", default_activation);
+  if (arch != Architecture::kLlama) {
+    const double dropout = root.get_double("dropout", 0.1, 0.0, kMaxDropoutProbability);
+    config.hidden_dropout = config.attention_dropout = config.embedding_dropout = dropout;
   }
   return config;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/activation_function.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/input/yaml_section.hpp"
 
@@ -26,6 +27,10 @@ enum class ModelHead {
 const char* architecture_name(Architecture architecture);
 const char* head_name(ModelHead head);
 
+// The largest dropout probability a model file may give: nn.Dropout accepts 1, which zeroes
+// every activation; training on it is a typo.
+constexpr double kMaxDropoutProbability = 0.99;
+
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
   std::int64_t hidden_size = 0;
@@ -39,6 +44,15 @@ struct ModelConfig {
   bool tie_embeddings = false;         // output projection shares the input embedding
   bool bias = false;                   // llama: attention_bias and mlp_bias
   ModelHead head = ModelHead::kCausalLm;
+  // The MLP's activation and the dropout probabilities in training (0: nn.Dropout returns its
+  // input, no kernel and no mask). Defaults are each family's HF config class: GPT2Config
+  // gelu_new and 0.1 (resid_pdrop, attn_pdrop, embd_pdrop), BertConfig gelu and 0.1
+  // (hidden_dropout_prob for the hidden and embedding dropouts, attention_probs_dropout_prob),
+  // Llama silu and no dropout modules.
+  ActivationFunction activation = ActivationFunction::kSilu;
+  double hidden_dropout = 0;
+  double attention_dropout = 0;
+  double embedding_dropout = 0;
 };
 
 // Reads and validates a model document. Unknown keys, wrong types, non-positive sizes, heads

@@ -10,6 +10,7 @@ namespace prefetchlab::testing {
 inline const std::map<std::string, std::int64_t> kPublishedTotals = {
     {"gpt2-small", 124'439'808},
     {"gpt2-medium", 354'823'168},
+    {"gpt2-medium-fused-gelu", 354'823'168},  // gpt2-medium's weights; only its GELU kernel differs
     {"gpt2-large", 774'030'080},
     {"gpt2-xl", 1'557'611'200},
     {"bert-base", 109'482'240},
