@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/metrics/exposed_comm.hpp"
 #include "gpu_backend/process_link.hpp"
 #include "gpu_backend/rank_executor.hpp"
 #include "gpu_backend/rank_records.hpp"
@@ -107,12 +108,15 @@ core::RankIterationTimes times_of(RankExecutor& rank, const RankIteration& it) {
   for (const auto& span : it.compute_spans) compute_ns += t(span.to) - t(span.from);
   std::int64_t stall[2] = {0, 0};
   for (const auto& fetch : it.fetches) stall[static_cast<int>(fetch.phase)] += t(fetch.end_event) - t(fetch.start_event);
-  const std::int64_t backward_compute_end = t(it.backward_compute_end_event);
   const std::int64_t backward_end = t(it.backward_end_event);
-  // Exposed communication: compute waiting for parameters, the reduce-scatter tail the
-  // end-of-backward synchronisation waits for, and host blocks on collectives.
-  const std::int64_t exposed = stall[0] + stall[1] + std::max<std::int64_t>(0, backward_end - backward_compute_end) +
-                               it.host_comm_blocked_ns;
+  // Exposed communication as core/metrics/exposed_comm.hpp defines it, from the compute markers
+  // the rank recorded (backward_end_event is the one after the end-of-backward sync).
+  core::ExposedComm exposed{.forward_stall_ns = stall[0],
+                            .backward_stall_ns = stall[1],
+                            .reduce_tail_ns = core::reduce_tail_ns(t(it.reduce_sync_marker), backward_end)};
+  for (const auto& [block, release] : it.host_comm_waits) {
+    exposed.host_wait_idle_ns += core::compute_idle_during_host_wait_ns(t(block), t(release));
+  }
   return {.start_ns = t(it.start_event),
           .forward_end_ns = t(it.forward_end_event),
           .backward_end_ns = backward_end,
@@ -120,7 +124,7 @@ core::RankIterationTimes times_of(RankExecutor& rank, const RankIteration& it) {
           .compute_ns = compute_ns,
           .forward_stall_ns = stall[0],
           .backward_stall_ns = stall[1],
-          .exposed_comm_ns = exposed,
+          .exposed_comm_ns = exposed.total_ns(),
           .all_gather_ns = sum_spans(it.all_gather_spans),
           .reduce_scatter_ns = sum_spans(it.reduce_scatter_spans),
           .all_gather_count = it.all_gather_count,

@@ -179,12 +179,17 @@ EventId RankExecutor::issue_collective(StreamId user_stream, const std::function
   return done;
 }
 
-void RankExecutor::host_sync(EventId event, SyncTag tag, std::int64_t* blocked_ns) {
+void RankExecutor::host_sync_on_comm(EventId event, SyncTag tag) {
+  if (!current_) return host_sync(event, tag);
+  const EventId block_marker = device_.record(compute_);
+  host_sync(event, tag);
+  current_->host_comm_waits.emplace_back(block_marker, device_.record(compute_));
+}
+
+void RankExecutor::host_sync(EventId event, SyncTag tag) {
   const std::int64_t start = host_now_ns();
   device_.synchronize(event);
-  const std::int64_t blocked = host_now_ns() - start;
-  call_log_.push_back({rank_, current_ ? current_->iteration : 0, tag, blocked});
-  if (blocked_ns) *blocked_ns += blocked;
+  call_log_.push_back({rank_, current_ ? current_->iteration : 0, tag, host_now_ns() - start});
 }
 
 DeviceSpan RankExecutor::shard_span(int param) const {
@@ -373,6 +378,7 @@ void RankExecutor::run_iteration(int iteration) {
     free(*grad);
     grad.reset();
   }
+  current_->reduce_sync_marker = device_.record(compute_);
   host_sync(device_.record(reduce_), SyncTag::kEndOfBackward);
   current_->backward_end_event = device_.record(compute_);
   if (options_.on_backward_done) options_.on_backward_done(*this, iteration);
@@ -433,9 +439,7 @@ std::vector<double> RankExecutor::agree_on_device(const std::vector<double>& val
                                         bytes, static_cast<std::int64_t>(sizeof(double)));
   device_.wait(compute_, done);
   device_.copy_device_to_host(compute_, agreement_host_.data(), buffer.span);
-  std::int64_t blocked = 0;
-  host_sync(device_.record(compute_), tag, &blocked);
-  if (current_) current_->host_comm_blocked_ns += blocked;
+  host_sync_on_comm(device_.record(compute_), tag);
   free_after(buffer, comm_);
   std::vector<double> out(values.size());
   std::memcpy(out.data(), agreement_host_.data(), agreement_host_.size());
@@ -730,7 +734,7 @@ void RankExecutor::flush_reduce_bucket() {
   // Host throttle identical to the fetch path (stage3.py, max_param_reduce_events).
   if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
                                                      [&](EventId e) { return device_.query(e); })) {
-    host_sync(*oldest, SyncTag::kReduceThrottle, &current_->host_comm_blocked_ns);
+    host_sync_on_comm(*oldest, SyncTag::kReduceThrottle);
     reduce_events_.pop_front();
   }
   // reduce_scatter_coalesced: sorted by ds_id, each gradient padded to a multiple of W and its
@@ -990,14 +994,17 @@ void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {
       }
     }
     if (wait.context == core::WaitContext::kBlocking && last_done >= 0) {
-      host_sync(last_done, SyncTag::kPersistentRegather, &current_->host_comm_blocked_ns);
+      host_sync_on_comm(last_done, SyncTag::kPersistentRegather);
     }
   } else if (wait.first_on_handle && handle.alive) {
     // World size 1, a no-gather handle: its first wait synchronises the host with the stream
     // it runs under (NoGatherCoalescedHandle.wait, `current_stream().synchronize()` unless the
     // device is synchronized; sim/no_gather_handle.cpp), then __complete makes later waits free.
-    host_sync(device_.record(stream), SyncTag::kNoGatherWait,
-              wait.context == core::WaitContext::kFetch ? nullptr : &current_->host_comm_blocked_ns);
+    if (wait.context == core::WaitContext::kFetch) {
+      host_sync(device_.record(stream), SyncTag::kNoGatherWait);
+    } else {
+      host_sync_on_comm(device_.record(stream), SyncTag::kNoGatherWait);
+    }
   }
   if (wait.context == core::WaitContext::kFetch) ongoing_fetch_events_.push_back(device_.record(all_gather_));
   if (wait.last_on_handle && handle.alive) {

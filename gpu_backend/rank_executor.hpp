@@ -59,7 +59,10 @@ struct RankIteration {
   std::vector<std::pair<EventId, EventId>> optimizer_spans;      // compute stream
   std::int64_t all_gather_count = 0, reduce_scatter_count = 0, gathered_numel = 0;
   std::int64_t peak_gathered_bytes = 0, peak_allocated_bytes = 0, peak_reserved_bytes = 0;
-  std::int64_t host_comm_blocked_ns = 0;  // host blocked on trace checks, agreement, re-gather
+  // Each host wait on communication (trace checks, agreement, re-gather, reduce throttle): compute
+  // markers at the block and at the release (core/metrics/exposed_comm.hpp).
+  std::vector<std::pair<EventId, EventId>> host_comm_waits;
+  EventId reduce_sync_marker = -1;  // compute marker where the host reached the end-of-backward sync
   bool samples_wanted = false;
   std::vector<std::size_t> invalidated_after;
 };
@@ -165,7 +168,10 @@ class RankExecutor final : public RankInspector {
   // `full_bytes`: the whole gathered / reduced buffer; `element_bytes`: its element size.
   EventId issue_collective(StreamId user_stream, const std::function<void()>& launch, CollectiveKind kind,
                            std::int64_t full_bytes, std::int64_t element_bytes);
-  void host_sync(EventId event, SyncTag tag, std::int64_t* blocked_ns = nullptr);
+  void host_sync(EventId event, SyncTag tag);
+  // host_sync on communication inside an iteration, with the compute markers exposed
+  // communication is measured by (RankIteration::host_comm_waits).
+  void host_sync_on_comm(EventId event, SyncTag tag);
   std::int64_t host_now_ns() const;
   void note_memory();
   std::vector<double> agree_on_device(const std::vector<double>& values, ReduceOp op, SyncTag tag);

@@ -36,9 +36,8 @@ HostTask RankProcess::copy_up_without_gather(const core::Gather& gather, int mod
 // collective would: as a fetch stall, as other communication for drains, as the persistent
 // re-gather's block.
 HostTask RankProcess::wait_without_gather(Stream& stream, core::WaitContext wait_context, core::Phase phase) {
-  TimeNs* idle_ns = &current_->other_comm_idle_ns;
+  TimeNs* idle_ns = &current_->host_wait_idle_ns;
   if (wait_context == core::WaitContext::kFetch) idle_ns = &current_->stall_ns[static_cast<int>(phase)];
-  if (wait_context == core::WaitContext::kBlocking) idle_ns = &current_->regather_block_ns;
   co_await host_sync_on_comm(record(stream), idle_ns);
 }
 

@@ -4,6 +4,7 @@
 #include "core/hardware/device_memory_budget.hpp"
 
 #include "core/control/fetch_samples.hpp"
+#include "core/metrics/exposed_comm.hpp"
 #include "core/zero/host_throttle.hpp"
 #include "core/scenario/scenario_coordinator.hpp"
 
@@ -227,9 +228,13 @@ const std::vector<TimeNs>& RankProcess::routed_kernel_ns(int module, const std::
 HostTask RankProcess::host_sync_on_comm(std::int32_t event, TimeNs* idle_ns) {
   const TimeNs blocked_from = engine_.now_ns();
   co_await events_.host_wait(event);
-  // The compute stream only gets work from this host: if it drained before the host was
-  // released, it stayed idle from then (or from when the host blocked) until now.
-  if (compute_.idle()) *idle_ns += std::max<TimeNs>(0, engine_.now_ns() - std::max(blocked_from, compute_.last_done_ns()));
+  // The compute stream only gets work from this host. The markers core::metrics defines this by
+  // (one recorded on compute at the block, one at the release) complete, if compute drained
+  // before the release, at the later of the block and the drain and at the release; if it is
+  // still busy, both when it drains: no idle time.
+  if (compute_.idle()) {
+    *idle_ns += core::compute_idle_during_host_wait_ns(std::max(blocked_from, compute_.last_done_ns()), engine_.now_ns());
+  }
   add_frame(DeepSpeedFrame::kEventSynchronize, blocked_from, engine_.now_ns(), -1, 5);
 }
 
@@ -480,7 +485,7 @@ HostTask RankProcess::update_controller(std::int32_t iteration) {
       call.label = shared_.kind_label[5];
       std::int32_t done = -1;
       issue_collective(compute_, call, done);
-      co_await host_sync_on_comm(done, &current_->other_comm_idle_ns);  // .item() on the result
+      co_await host_sync_on_comm(done, &current_->host_wait_idle_ns);  // .item() on the result
       controller_->apply(shared_.agreement->agreed(round, agreement, rank_));
     }
   }
@@ -676,7 +681,7 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
   // Host throttle identical to the fetch path (stage3.py, max_param_reduce_events).
   if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
                                                      [&](std::int32_t e) { return events_.signaled(e); })) {
-    co_await host_sync_on_comm(*oldest, &current_->other_comm_idle_ns);
+    co_await host_sync_on_comm(*oldest, &current_->host_wait_idle_ns);
     reduce_events_.pop_front();
   }
   // DeepSpeed's reduce path: one collective call, and its per-parameter slicing and partition
@@ -873,7 +878,7 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         }
         if (coalesced) launch_kernel(stream, shared_.compute->copy_ns(handle.flat_bytes), shared_.label_copy_out);
         if (w->context == core::WaitContext::kBlocking && last_done >= 0) {
-          co_await host_sync_on_comm(last_done, &current_->regather_block_ns);
+          co_await host_sync_on_comm(last_done, &current_->host_wait_idle_ns);
         }
       } else if (w->first_on_handle && handle.alive) {
         co_await wait_without_gather(stream, w->context, context.phase);
@@ -923,7 +928,7 @@ HostTask RankProcess::execute(const core::Plan& plan, Context& context) {
         call.label = shared_.kind_label[4];
         std::int32_t done = -1;
         issue_collective(compute_, call, done);
-        co_await host_sync_on_comm(done, &current_->other_comm_idle_ns);
+        co_await host_sync_on_comm(done, &current_->host_wait_idle_ns);
       }
     } else if (std::holds_alternative<core::OptimizerUpdate>(action)) {
       co_await spend(host.optimizer_step_ns(static_cast<std::int64_t>(scenario.model.params.size())) +

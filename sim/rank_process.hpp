@@ -45,8 +45,9 @@ struct RankIteration {
   std::int32_t iteration_end_event = -1;
   TimeNs reduce_sync_start_ns = 0;    // host reached the end-of-backward sync
   TimeNs reduce_scatter_done_ns = 0;  // host saw the end-of-backward sync complete
-  TimeNs regather_block_ns = 0;       // compute idle while the host waited for the persistent re-gather
-  TimeNs other_comm_idle_ns = 0;      // compute idle while the host waited on reduce events or trace checks
+  // Compute idle while the host waited on communication (the persistent re-gather, reduce
+  // events, trace checks, the controller's agreement): core::compute_idle_during_host_wait_ns.
+  TimeNs host_wait_idle_ns = 0;
   TimeNs compute_ns = 0;
   // Compute idle because of parameter fetches, per core::Phase: blocked on the all-gather
   // stream, or drained while the host was held by the fetch-event throttle.

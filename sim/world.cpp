@@ -10,6 +10,7 @@
 
 #include "core/model/checkpoint_units.hpp"
 #include "core/hardware/hardware_derived.hpp"
+#include "core/metrics/exposed_comm.hpp"
 #include "core/zero/persistence.hpp"
 #include "core/zero/reduce_bucket.hpp"
 #include "core/scenario/index_ranges.hpp"
@@ -285,15 +286,15 @@ core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
     const TimeNs backward_compute_end = events.signaled_ns(it.backward_compute_end_event);
     const TimeNs backward_end = events.signaled_ns(it.backward_end_event);
     const TimeNs end = events.signaled_ns(it.iteration_end_event);
-    // Exposed communication: compute waiting for parameters, the reduce-scatter tail the
-    // end-of-backward synchronisation waits for, and the blocking persistent re-gather. The
-    // tail starts when both compute has finished and the host has reached the synchronisation:
-    // host work after compute ended (the last bucket's reduce path) is the host's, not
-    // communication's.
-    const TimeNs reduce_tail =
-        std::max<TimeNs>(0, it.reduce_scatter_done_ns - std::max(backward_compute_end, it.reduce_sync_start_ns));
-    const TimeNs exposed =
-        it.stall_ns[0] + it.stall_ns[1] + reduce_tail + it.regather_block_ns + it.other_comm_idle_ns;
+    // Exposed communication as core/metrics/exposed_comm.hpp defines it. The marker at the
+    // end-of-backward sync completes at the later of backward's last kernel and the host reaching
+    // the sync; the one after it, when the host saw the sync complete (compute is idle then).
+    const core::ExposedComm exposed{
+        .forward_stall_ns = it.stall_ns[0],
+        .backward_stall_ns = it.stall_ns[1],
+        .host_wait_idle_ns = it.host_wait_idle_ns,
+        .reduce_tail_ns = core::reduce_tail_ns(std::max(backward_compute_end, it.reduce_sync_start_ns),
+                                               it.reduce_scatter_done_ns)};
 
     record.optimizer_step = it.optimizer_step;
     record.seq_len = seq_len_[static_cast<std::size_t>(iteration - 1)];
@@ -310,7 +311,7 @@ core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
                      .compute_ns = it.compute_ns,
                      .forward_stall_ns = it.stall_ns[0],
                      .backward_stall_ns = it.stall_ns[1],
-                     .exposed_comm_ns = exposed,
+                     .exposed_comm_ns = exposed.total_ns(),
                      .all_gather_ns = it.all_gather_ns,
                      .reduce_scatter_ns = it.reduce_scatter_ns,
                      .all_gather_count = it.all_gather_count,
