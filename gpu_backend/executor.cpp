@@ -107,7 +107,9 @@ core::RankIterationTimes times_of(RankExecutor& rank, const RankIteration& it) {
   std::int64_t compute_ns = 0;
   for (const auto& span : it.compute_spans) compute_ns += t(span.to) - t(span.from);
   std::int64_t stall[2] = {0, 0};
-  for (const auto& fetch : it.fetches) stall[static_cast<int>(fetch.phase)] += t(fetch.end_event) - t(fetch.start_event);
+  for (int phase = 0; phase < 2; ++phase) {
+    for (const auto& [before, after] : it.stall_waits[phase]) stall[phase] += core::compute_idle_between_markers_ns(t(before), t(after));
+  }
   const std::int64_t backward_end = t(it.backward_end_event);
   // Exposed communication as core/metrics/exposed_comm.hpp defines it, from the compute markers
   // the rank recorded (backward_end_event is the one after the end-of-backward sync).
@@ -115,7 +117,7 @@ core::RankIterationTimes times_of(RankExecutor& rank, const RankIteration& it) {
                             .backward_stall_ns = stall[1],
                             .reduce_tail_ns = core::reduce_tail_ns(t(it.reduce_sync_marker), backward_end)};
   for (const auto& [block, release] : it.host_comm_waits) {
-    exposed.host_wait_idle_ns += core::compute_idle_during_host_wait_ns(t(block), t(release));
+    exposed.host_wait_idle_ns += core::compute_idle_between_markers_ns(t(block), t(release));
   }
   return {.start_ns = t(it.start_event),
           .forward_end_ns = t(it.forward_end_event),

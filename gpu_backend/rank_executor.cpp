@@ -186,6 +186,13 @@ void RankExecutor::host_sync_on_comm(EventId event, SyncTag tag) {
   current_->host_comm_waits.emplace_back(block_marker, device_.record(compute_));
 }
 
+void RankExecutor::host_sync_in_fetch(EventId event, SyncTag tag, core::Phase phase) {
+  if (!current_) return host_sync(event, tag);
+  const EventId block_marker = device_.record(compute_);
+  host_sync(event, tag);
+  current_->stall_waits[static_cast<int>(phase)].emplace_back(block_marker, device_.record(compute_));
+}
+
 void RankExecutor::host_sync(EventId event, SyncTag tag) {
   const std::int64_t start = host_now_ns();
   device_.synchronize(event);
@@ -855,7 +862,11 @@ void RankExecutor::execute(const core::Plan& plan, Context& context) {
       }
       plan_note(note);
     } else if (std::holds_alternative<core::ComputeWaitsForAllGather>(action)) {
-      if (all_gather_ != compute_) device_.wait(compute_, device_.record(all_gather_));
+      if (all_gather_ != compute_) {
+        const EventId before = device_.record(compute_);
+        device_.wait(compute_, device_.record(all_gather_));
+        current_->stall_waits[static_cast<int>(context.phase)].emplace_back(before, device_.record(compute_));
+      }
       take_fetch_end_sample(context);
     } else if (std::holds_alternative<core::PrefetchRound>(action)) {
       take_fetch_end_sample(context);
@@ -942,7 +953,7 @@ void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {
   if (wait.context == core::WaitContext::kFetch) {
     if (const auto oldest = core::event_to_synchronize(ongoing_fetch_events_, core::kMaxOngoingFetchEvents,
                                                        [&](EventId e) { return device_.query(e); })) {
-      host_sync(*oldest, SyncTag::kFetchThrottle);
+      host_sync_in_fetch(*oldest, SyncTag::kFetchThrottle, context.phase);
       ongoing_fetch_events_.pop_front();
     }
   }
@@ -1001,7 +1012,7 @@ void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {
     // it runs under (NoGatherCoalescedHandle.wait, `current_stream().synchronize()` unless the
     // device is synchronized; sim/no_gather_handle.cpp), then __complete makes later waits free.
     if (wait.context == core::WaitContext::kFetch) {
-      host_sync(device_.record(stream), SyncTag::kNoGatherWait);
+      host_sync_in_fetch(device_.record(stream), SyncTag::kNoGatherWait, context.phase);
     } else {
       host_sync_on_comm(device_.record(stream), SyncTag::kNoGatherWait);
     }

@@ -63,6 +63,9 @@ struct RankIteration {
   // markers at the block and at the release (core/metrics/exposed_comm.hpp).
   std::vector<std::pair<EventId, EventId>> host_comm_waits;
   EventId reduce_sync_marker = -1;  // compute marker where the host reached the end-of-backward sync
+  // Per core::Phase: compute markers around each wait on parameters (the compute stream's wait
+  // on the all-gather stream; the host's fetch-throttle and no-gather waits).
+  std::vector<std::pair<EventId, EventId>> stall_waits[2];
   bool samples_wanted = false;
   std::vector<std::size_t> invalidated_after;
 };
@@ -172,6 +175,8 @@ class RankExecutor final : public RankInspector {
   // host_sync on communication inside an iteration, with the compute markers exposed
   // communication is measured by (RankIteration::host_comm_waits).
   void host_sync_on_comm(EventId event, SyncTag tag);
+  // The same for a host wait inside a fetch: its markers go to the phase's stalls.
+  void host_sync_in_fetch(EventId event, SyncTag tag, core::Phase phase);
   std::int64_t host_now_ns() const;
   void note_memory();
   std::vector<double> agree_on_device(const std::vector<double>& values, ReduceOp op, SyncTag tag);

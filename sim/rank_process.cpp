@@ -233,7 +233,7 @@ HostTask RankProcess::host_sync_on_comm(std::int32_t event, TimeNs* idle_ns) {
   // before the release, at the later of the block and the drain and at the release; if it is
   // still busy, both when it drains: no idle time.
   if (compute_.idle()) {
-    *idle_ns += core::compute_idle_during_host_wait_ns(std::max(blocked_from, compute_.last_done_ns()), engine_.now_ns());
+    *idle_ns += core::compute_idle_between_markers_ns(std::max(blocked_from, compute_.last_done_ns()), engine_.now_ns());
   }
   add_frame(DeepSpeedFrame::kEventSynchronize, blocked_from, engine_.now_ns(), -1, 5);
 }
@@ -979,7 +979,9 @@ void RankProcess::on_stall(const Stream& stream, const StreamOp& op, TimeNs star
   if (op.stall == StallKind::kNone || end_ns <= start_ns) return;
   RankIteration& it = iterations_[static_cast<std::size_t>(op.iteration - 1)];
   const bool forward = op.stall == StallKind::kFetchForward || op.stall == StallKind::kFetchForwardUntraced;
-  it.stall_ns[forward ? 0 : 1] += end_ns - start_ns;
+  // The stream reached the wait at start_ns and passed it at end_ns: what compute markers before
+  // and after the wait would complete at (core/metrics/exposed_comm.hpp).
+  it.stall_ns[forward ? 0 : 1] += core::compute_idle_between_markers_ns(start_ns, end_ns);
   if (!forward && op.stall != StallKind::kFetchBackward) it.untraced_stall_ns += end_ns - start_ns;
   if (op.stall == StallKind::kFetchForwardUntraced) it.untraced_stall_ns += end_ns - start_ns;
   if (shared_.trace->enabled()) {

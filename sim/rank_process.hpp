@@ -46,7 +46,7 @@ struct RankIteration {
   TimeNs reduce_sync_start_ns = 0;    // host reached the end-of-backward sync
   TimeNs reduce_scatter_done_ns = 0;  // host saw the end-of-backward sync complete
   // Compute idle while the host waited on communication (the persistent re-gather, reduce
-  // events, trace checks, the controller's agreement): core::compute_idle_during_host_wait_ns.
+  // events, trace checks, the controller's agreement): core::compute_idle_between_markers_ns.
   TimeNs host_wait_idle_ns = 0;
   TimeNs compute_ns = 0;
   // Compute idle because of parameter fetches, per core::Phase: blocked on the all-gather
