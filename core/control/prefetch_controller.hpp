@@ -45,8 +45,9 @@
 //     For decides_per_fetch() policies the device fields (wait_ns, interval_ns) may still be
 //     unknown when the sample is delivered (events not yet signalled): they read host columns
 //     only, so the executor may pass 0 there; replay passes the file's values, same result.
-//     Samples are formed exactly as sim/world.cpp forms samples.csv rows (same-phase previous
-//     fetch, same extras in the same order) — replay equality depends on it.
+//     Samples are formed by core/control/fetch_samples.hpp (timing_samples), for samples.csv
+//     and for the controller alike (same-phase previous fetch, same extras in the same order):
+//     replay equality depends on it.
 //  4. When Coordinator::fetch_sub_module reports FetchInfo::trace_invalidated, the executor calls
 //     controller.on_trace_invalidated() during that iteration (sampled or not), after step 1.
 //     Its order relative to that iteration's observe() calls does not change any result.

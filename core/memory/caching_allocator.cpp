@@ -48,8 +48,8 @@ struct CachingAllocator::Segment {
 
 
 // A large model's pool caches hundreds of free blocks (Llama-2-7B on 8 ranks: ~420 per rank),
-// so the sets are trees: logarithmic insert / erase, where a sorted vector moved kilobytes per
-// insert.
+// searched on every allocation: the sets are sorted vectors (sorted_vector_set.hpp), whose binary
+// search touches a few cache lines where a tree walks nodes scattered through the heap.
 struct CachingAllocator::Pool {
   explicit Pool(bool small_pool) : small(small_pool) {}
   Pool(const Pool&) = delete;
