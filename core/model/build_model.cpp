@@ -33,6 +33,26 @@ void mark_token_id_modules(ModelSpec& model) {
   }
 }
 
+ModelSpec build_llama_model(const ModelConfig& config, const std::string& name, DType dtype,
+                            AttentionImpl attention) {
+  HfDecoderConfig c;
+  c.model_type = "llama";
+  c.class_prefix = "Llama";
+  c.hidden_size = config.hidden_size;
+  c.num_layers = config.num_layers;
+  c.num_heads = config.num_heads;
+  c.num_kv_heads = config.num_kv_heads;
+  c.head_dim = config.hidden_size / config.num_heads;
+  c.intermediate_size = config.intermediate_size;
+  c.vocab_size = config.vocab_size;
+  c.max_positions = config.max_positions;
+  c.tie_embeddings = config.tie_embeddings;
+  // The model file's `bias` is LlamaConfig's attention_bias and mlp_bias together.
+  c.qkv_bias = c.o_bias = c.mlp_bias = config.bias;
+  c.activation = config.activation;
+  return build_hf_decoder_model(c, name, dtype, attention);
+}
+
 ModelSpec build_model(const ModelConfig& config, const std::string& name, DType dtype,
                       AttentionImpl attention) {
   ModelSpec model;

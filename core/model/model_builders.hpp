@@ -21,6 +21,8 @@ ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, D
                             AttentionImpl attention);
 ModelSpec build_bert_model(const ModelConfig& config, const std::string& name, DType dtype,
                             AttentionImpl attention);
+// A models/*.yaml Llama is LlamaForCausalLM with those numbers: built by the decoder builder a
+// Llama config.json goes through (hf_decoder_model.cpp), one builder for both forms.
 ModelSpec build_llama_model(const ModelConfig& config, const std::string& name, DType dtype,
                             AttentionImpl attention);
 

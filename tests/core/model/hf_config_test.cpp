@@ -226,3 +226,70 @@ TEST(HfConfig, BadConfigsNameFileKeyAndTheSupportedTypes) {
   e = expect_input_error([&] { pc::load_hf_config(kHfDir / "nope.json", pc::DType::kBF16); });
   EXPECT_NE(e.problem().find("not found"), std::string::npos);
 }
+
+namespace {
+
+std::string scaled(const pc::TokenScaled& t) {
+  return std::to_string(t.fixed) + "/" + std::to_string(t.per_token) + "/" + std::to_string(t.per_token_per_position);
+}
+
+// Every field of the tree that any executor or cost model reads, one line per parameter, module
+// and kernel: two specs are the same model exactly when these are equal.
+std::vector<std::string> spec_lines(const pc::ModelSpec& spec) {
+  std::vector<std::string> out;
+  out.push_back("shape " + std::to_string(spec.hidden_size) + " " + std::to_string(spec.num_layers) + " " +
+                std::to_string(spec.num_heads) + " " + std::to_string(spec.num_kv_heads) + " " +
+                std::to_string(spec.intermediate_size) + " " + std::to_string(spec.vocab_size) + " " +
+                std::to_string(spec.max_positions) + " " + std::to_string(spec.causal));
+  for (const auto& p : spec.params) {
+    out.push_back("param " + p.name + " " + std::to_string(p.numel) + " " + std::to_string(p.gemm_in) + "x" +
+                  std::to_string(p.gemm_out));
+  }
+  for (const auto& m : spec.modules) {
+    std::string line = "module " + m.name + " " + m.class_name + " d" + std::to_string(m.depth) + " p" +
+                       std::to_string(m.parent) + " hook" + std::to_string(m.post_backward_hook_fires) + " saves " +
+                       scaled(m.activation_bytes) + " flops " + scaled(m.forward_flops) + " bytes " +
+                       scaled(m.forward_bytes) + " params";
+    for (const int id : m.param_ids) line += " " + std::to_string(id);
+    out.push_back(line);
+    for (const auto& k : m.kernels) {
+      out.push_back("  kernel " + k.op + " " + pc::kernel_kind_name(k.kind) + " " + scaled(k.flops) + " " +
+                    scaled(k.bytes) + " " + scaled(k.gemm_volume) + " " + std::to_string(k.gemm_n) + "x" +
+                    std::to_string(k.gemm_k) + " bwd " + std::to_string(k.backward_kernels) + " " +
+                    std::to_string(k.backward_flops_factor) + " " + std::to_string(k.backward_bytes_factor));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// One Llama builder: every bundled models/*.yaml Llama is the model HF builds from a
+// LlamaForCausalLM config.json of the same numbers, field by field, under every attention.
+TEST(HfConfig, LlamaYamlModelsAreTheirConfigJsonsModels) {
+  const std::filesystem::path models = std::filesystem::path(PREFETCHLAB_SOURCE_DIR) / "models";
+  int compared = 0;
+  for (const std::string name : {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "tiny-llama"}) {
+    SCOPED_TRACE(name);
+    const auto yaml = pc::YamlSection::load_file((models / (name + ".yaml")).string());
+    const pc::ModelConfig c = pc::load_model_config(yaml);
+    ASSERT_EQ(c.architecture, pc::Architecture::kLlama);
+    const std::string json =
+        "{\"model_type\": \"llama\", \"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": " +
+        std::to_string(c.hidden_size) + ", \"num_hidden_layers\": " + std::to_string(c.num_layers) +
+        ", \"num_attention_heads\": " + std::to_string(c.num_heads) + ", \"num_key_value_heads\": " +
+        std::to_string(c.num_kv_heads) + ", \"intermediate_size\": " + std::to_string(c.intermediate_size) +
+        ", \"vocab_size\": " + std::to_string(c.vocab_size) + ", \"max_position_embeddings\": " +
+        std::to_string(c.max_positions) + ", \"tie_word_embeddings\": " + (c.tie_embeddings ? "true" : "false") +
+        ", \"attention_bias\": " + (c.bias ? "true" : "false") + ", \"mlp_bias\": " + (c.bias ? "true" : "false") + "}";
+    const auto dir = write_config("llama-parity-" + name, json);
+    for (const auto attention : {pc::AttentionImpl::kSdpa, pc::AttentionImpl::kEager, pc::AttentionImpl::kFlash}) {
+      const auto from_yaml = spec_lines(pc::load_model_file(models / (name + ".yaml"), pc::DType::kBF16, attention));
+      const auto from_json = spec_lines(pc::load_hf_config(dir, pc::DType::kBF16, attention));
+      ASSERT_EQ(from_yaml.size(), from_json.size());
+      for (std::size_t i = 0; i < from_yaml.size(); ++i) ASSERT_EQ(from_yaml[i], from_json[i]) << "line " << i;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 18);
+}
