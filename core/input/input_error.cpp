@@ -1,5 +1,6 @@
 #include "core/input/input_error.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace prefetchlab::core {
@@ -30,5 +31,17 @@ InputError::InputError(InputLocation where, std::string key, std::string problem
       problem_(std::move(problem)),
       expected_(std::move(expected)),
       suggestion_(std::move(suggestion)) {}
+
+std::string quoted_input(std::string_view text) {
+  std::string out = "'";
+  const std::size_t shown = std::min(text.size(), kQuotedChars);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    out += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
+  }
+  out += "'";
+  if (text.size() > shown) out += "... (" + std::to_string(text.size()) + " characters)";
+  return out;
+}
 
 }  // namespace prefetchlab::core

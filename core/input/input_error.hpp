@@ -2,8 +2,10 @@
 // One type for every user-input mistake (scenario, model, hardware, ds_config, command line).
 // It always carries where (file, line), what (key) and what was expected, so a user can fix
 // the input without reading our code. The command line maps it to exit code 2.
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace prefetchlab::core {
 
@@ -30,5 +32,11 @@ class InputError : public std::runtime_error {
   std::string expected_;
   std::string suggestion_;
 };
+
+// A value from the input as a message quotes it: in single quotes, at most kQuotedChars
+// characters (then "..." and the value's length), control characters as '?'. An error about a
+// value never echoes the whole of a large or binary one (a `model:` that names /etc/passwd).
+constexpr std::size_t kQuotedChars = 64;
+std::string quoted_input(std::string_view text);
 
 }  // namespace prefetchlab::core

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <unordered_map>
 
 #include "core/input/closest_match.hpp"
 #include "core/input/size_value.hpp"
@@ -21,7 +22,7 @@ std::string describe_kind(const YAML::Node& node) {
     case YAML::NodeType::Map: return "a mapping";
     case YAML::NodeType::Sequence: return "a list";
     case YAML::NodeType::Null: return "nothing (null)";
-    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Scalar: return quoted_input(node.Scalar());
     default: return "an undefined value";
   }
 }
@@ -48,6 +49,9 @@ YamlSection::YamlSection(YAML::Node node, std::shared_ptr<const YamlSource> sour
     throw InputError({source_->file, line_of(node_) ? line_of(node_) : line_}, path_,
                      "is " + describe_kind(node_), "a mapping of keys to values");
   }
+  // First line of each key, hashed: a mapping of n keys is checked in O(n), so a file of
+  // hundreds of thousands of keys is an error in milliseconds, not a quadratic scan.
+  std::unordered_map<std::string, int> first_line;
   for (const auto& entry : node_) {
     const YAML::Node key_node = entry.first;
     if (!key_node.IsScalar()) {
@@ -55,12 +59,10 @@ YamlSection::YamlSection(YAML::Node node, std::shared_ptr<const YamlSource> sour
                        "plain key names");
     }
     const std::string key = key_node.Scalar();
-    for (const auto& [seen, seen_line] : key_lines_) {
-      if (seen == key) {
-        throw InputError({source_->file, line_of(key_node)}, dotted(key),
-                         "appears twice (first on line " + std::to_string(seen_line) + ")",
-                         "each key once");
-      }
+    const auto [seen, inserted] = first_line.emplace(key, line_of(key_node));
+    if (!inserted) {
+      throw InputError({source_->file, line_of(key_node)}, dotted(key),
+                       "appears twice (first on line " + std::to_string(seen->second) + ")", "each key once");
     }
     key_lines_.emplace_back(key, line_of(key_node));
   }
@@ -149,7 +151,7 @@ bool YamlSection::require_bool(std::string_view key) const {
   const std::string text = scalar(key, "true or false");
   if (text == "true" || text == "True") return true;
   if (text == "false" || text == "False") return false;
-  fail(key, "is '" + text + "'", "true or false");
+  fail(key, "is " + quoted_input(text), "true or false");
 }
 
 bool YamlSection::get_bool(std::string_view key, bool fallback) const {
@@ -165,7 +167,7 @@ std::int64_t YamlSection::require_int(std::string_view key, std::int64_t min, st
   if (ec != std::errc() || end != text.data() + text.size()) {
     // Accept integral scientific notation ("1e3") as a whole number too.
     const auto count = parse_count(text);
-    if (!count) fail(key, "is '" + text + "'", expected);
+    if (!count) fail(key, "is " + quoted_input(text), expected);
     value = *count;
   }
   if (value < min || value > max) fail(key, "is " + text + ", out of range", expected);
@@ -184,7 +186,7 @@ double YamlSection::require_double(std::string_view key, double min, double max)
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    fail(key, "is '" + text + "'", expected);
+    fail(key, "is " + quoted_input(text), expected);
   }
   if (value < min || value > max) fail(key, "is " + text + ", out of range", expected);
   return value;
@@ -212,7 +214,7 @@ std::int64_t YamlSection::require_count(std::string_view key, std::int64_t min,
       " (e.g. 5e7 or 50000000)";
   const std::string text = scalar(key, expected);
   const auto value = parse_count(text);
-  if (!value) fail(key, "is '" + text + "'", expected);
+  if (!value) fail(key, "is " + quoted_input(text), expected);
   if (*value < min || *value > max) fail(key, "is " + text + ", out of range", expected);
   return *value;
 }
@@ -227,7 +229,7 @@ std::int64_t YamlSection::require_bytes(std::string_view key) const {
   const std::string expected = "a byte size >= 0 (e.g. 80GiB, 8e10 or 80000000000)";
   const std::string text = scalar(key, expected);
   const auto value = parse_bytes(text);
-  if (!value) fail(key, "is '" + text + "'", expected);
+  if (!value) fail(key, "is " + quoted_input(text), expected);
   return *value;
 }
 

@@ -82,7 +82,7 @@ class YamlSection {
       if (name == text) return value;
       candidates.emplace_back(name);
     }
-    fail(key, "unknown value '" + text + "'", "one of " + join_names(names),
+    fail(key, "unknown value " + quoted_input(text), "one of " + join_names(names),
          closest_suggestion(text, candidates));
   }
 

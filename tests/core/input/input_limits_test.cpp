@@ -93,3 +93,35 @@ TEST(InputLimits, SetOnADocumentWhoseRootIsNotAMappingNamesTheFile) {
     EXPECT_EQ(e.key(), "training.seq_len") << text;
   }
 }
+
+// A mapping of many keys is checked for duplicates by hash (issue 46, R1: the check was a
+// scan per key, so a 300k-key file ran past two minutes): the duplicate after 200,000 distinct
+// keys is named with both lines.
+TEST(InputLimits, DuplicateKeysAmongManyAreFoundByName) {
+  std::string text;
+  const int keys = 200'000;
+  for (int i = 0; i < keys; ++i) text += "k" + std::to_string(i) + ": 1\n";
+  text += "k7: 2\n";
+  const auto e = expect_input_error([&] { prefetchlab::testing::parse_yaml(text, "many.yaml"); });
+  EXPECT_EQ(e.where().file, "many.yaml");
+  EXPECT_EQ(e.where().line, keys + 1);
+  EXPECT_EQ(e.key(), "k7");
+  EXPECT_NE(e.problem().find("first on line 8"), std::string::npos) << e.problem();
+}
+
+// An error about a value quotes at most 64 characters of it, control characters as '?' (issue
+// 46, S5: `model: /etc/passwd` printed the whole file).
+TEST(InputLimits, ErrorsQuoteAValueShortly) {
+  EXPECT_EQ(pc::quoted_input("abc"), "'abc'");
+  EXPECT_EQ(pc::quoted_input("a\nb\x1b"), "'a?b?'");
+  const std::string secret = "root:x:0:0:" + std::string(5000, 'z');
+  const std::string shown = pc::quoted_input(secret);
+  EXPECT_EQ(shown, "'" + secret.substr(0, pc::kQuotedChars) + "'... (5011 characters)");
+
+  TempDir dir("quoted");
+  const auto file = dir.path() / "not-a-model.yaml";
+  std::ofstream(file) << secret << "\n";
+  const auto e = expect_input_error([&] { pc::YamlSection::load_file(file.string()); });
+  EXPECT_LT(std::string(e.what()).size(), 400u) << e.what();
+  EXPECT_EQ(std::string(e.what()).find(std::string(100, 'z')), std::string::npos);
+}
