@@ -2,7 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <stdlib.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +15,7 @@
 #include "core/hardware/hardware_profile.hpp"
 #include "core/input/closest_match.hpp"
 #include "core/input/input_error.hpp"
+#include "core/io/io_error.hpp"
 #include "core/io/json_file.hpp"
 
 namespace prefetchlab::apps {
@@ -62,8 +67,34 @@ void write_calibrated_profile(const std::filesystem::path& base, const std::stri
     emitter << root;
     out_text = header + emitter.c_str() + std::string("\n");
   }
-  core::write_text_atomically(output, out_text);
-  core::load_hardware_profile(output);
+  // Checked before it replaces anything: written into a private folder beside `output` (same
+  // file system, so the final rename is atomic), loaded as any profile is, and only then renamed
+  // over `output`. A profile that does not load leaves the old one in place.
+  const std::filesystem::path out(output);
+  const std::filesystem::path dir = out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path();
+  std::string staging = (dir / ".calibrate-XXXXXX").string();
+  if (mkdtemp(staging.data()) == nullptr) throw core::IoError("cannot create a staging folder in", dir, errno);
+  const std::filesystem::path staged = std::filesystem::path(staging) / out.filename();
+  const auto discard = [&] {
+    std::error_code ignored;
+    std::filesystem::remove_all(staging, ignored);
+  };
+  try {
+    core::write_text_atomically(staged, out_text);
+    core::load_hardware_profile(staged);
+  } catch (const core::InputError& e) {
+    discard();
+    throw core::InputError({output, e.where().line}, e.key(), e.problem() + " (not written: " + output + " is unchanged)",
+                           e.expected(), e.suggestion());
+  } catch (...) {
+    discard();
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::rename(staged, out, ec);
+  const int rename_error = ec.value();
+  discard();
+  if (rename_error != 0) throw core::IoError("cannot move the calibrated profile to", out, rename_error);
 }
 
 }  // namespace prefetchlab::apps

@@ -3,6 +3,9 @@
 // it, and what is not one of bench/host_costs/torch_call_host_costs.py's files is exit 2.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core/hardware/hardware_profile.hpp"
@@ -29,6 +32,13 @@ Defaults defaults_of(const std::string& profile) {
 
 std::string row(const std::string& call, long long bytes, const std::string& way, double us) {
   return call + "," + std::to_string(bytes) + ",1," + way + "," + std::to_string(us) + ",40,5,2.9,2.27.3,H100,Xeon\n";
+}
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 double host_speed_of(const std::filesystem::path& profile) {
@@ -104,4 +114,24 @@ TEST(CalibrateHostCosts, WhatIsNotTheScriptsCsvIsExitTwo) {
     EXPECT_NE(r.output.find("key '" + option.substr(0, option.find(' ')) + "'"), std::string::npos) << r.output;
   }
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// A fit whose profile would not load leaves the existing -o profile as it was (issue 46, D1: it
+// was written first and checked after). A 1e-300 us call fits an infinite host_speed.
+TEST(CalibrateHostCosts, AProfileThatWouldNotLoadReplacesNothing) {
+  TempDir dir("host-costs-d1");
+  const Defaults d = defaults_of("hardware/h100-sxm-8x.yaml");
+  const auto good_csv = dir.write("good.csv", std::string(kHeader) + row("all_reduce", 4096, "issue", d.all_reduce_us / 2));
+  const auto out = dir.path() / "host.yaml";
+  ASSERT_EQ(run_cli("calibrate --from-host-costs " + good_csv.string() + " -o " + out.string()).exit_code, 0);
+  const std::string before = read_text(out);
+
+  const auto bad_csv = dir.write("bad.csv", std::string(kHeader) + "all_reduce,4096,1,issue,1e-300,40,5,2.9,2.27.3,H100,Xeon\n");
+  const auto r = run_cli("calibrate --from-host-costs " + bad_csv.string() + " -o " + out.string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(read_text(out), before) << r.output;
+  EXPECT_NEAR(host_speed_of(out), 2.0, 1e-3);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_FALSE(entry.path().filename().string().starts_with(".calibrate-")) << "staging folder left behind";
+  }
 }
