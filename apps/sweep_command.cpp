@@ -403,6 +403,9 @@ int plan_slurm_sweep(const SweepOptions& options, const core::SweepGrid& grid) {
   (void)validate_points(options, grid, core::ShardSpec{grid.point_count(), grid.point_count() + 1}, bundled);
 
   const fs::path dir = fs::absolute(options.output_dir).lexically_normal();
+  check_script_path(dir, "-o", true);
+  check_script_path(fs::absolute(options.scenario), "scenario", false);
+  check_script_path(fs::absolute(options.grid), "--grid", false);
   fs::create_directories(dir / "slurm" / "logs");
   const FolderLock lock(dir);
   SlurmSweepPlan plan;

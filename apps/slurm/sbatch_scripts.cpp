@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "core/input/input_error.hpp"
 #include "core/scenario/index_ranges.hpp"
 
 namespace prefetchlab::apps {
@@ -39,6 +40,21 @@ std::string shell_quote(std::string_view text) {
     }
   }
   return out + "'";
+}
+
+void check_script_path(const fs::path& path, const std::string& key, bool in_sbatch_line) {
+  const std::string text = path.string();
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      throw core::InputError({"<command line>", 0}, key, "is " + core::quoted_input(text) + ", with a control character",
+                             "a path without line breaks or control characters (it is written into batch scripts)");
+    }
+    if (in_sbatch_line && (ch == ' ' || ch == '\t' || ch == '"' || ch == '\'')) {
+      throw core::InputError({"<command line>", 0}, key, "is " + core::quoted_input(text) + ", with a blank or a quote",
+                             "a folder without blanks or quotes (sbatch reads #SBATCH --output= up to the first blank)");
+    }
+  }
 }
 
 std::string sweep_array_script(const SlurmSweepPlan& plan, const fs::path& dir, const std::vector<std::size_t>& tasks) {

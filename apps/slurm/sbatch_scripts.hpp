@@ -14,6 +14,12 @@ namespace prefetchlab::apps {
 // `text` as one word for bash: single-quoted unless it is only safe characters.
 std::string shell_quote(std::string_view text);
 
+// A path the scripts carry must stay on its line: a control character (a newline above all)
+// would end an #SBATCH line or a comment and start a command of its own (issue 46, S3). The
+// output folder also appears in `#SBATCH --output=`, which sbatch splits at blanks and does not
+// unquote, so there whitespace and quotes are refused too. Throws core::InputError naming `key`.
+void check_script_path(const std::filesystem::path& path, const std::string& key, bool in_sbatch_line);
+
 // Array tasks `tasks` (shard indices, sorted): each runs
 //   prefetchlab sweep SCENARIO --grid GRID -o DIR/shards/<id> --shard <id>/N --resume -j <its CPUs>
 // The shard count is written out rather than taken from SLURM_ARRAY_TASK_COUNT, which is the

@@ -249,3 +249,24 @@ TEST(SweepSlurm, SubmitsTheArrayThenTheMergeAndResumeSubmitsOnlyWhatIsMissing) {
   EXPECT_NE(refused.exit_code, 0) << refused.output;
   EXPECT_NE(refused.output.find("invalid partition specified: nope"), std::string::npos) << refused.output;
 }
+
+// Hostile folder names never reach a batch script (issue 46, S3): a newline in -o would end an
+// #SBATCH line or a comment and run what follows; a blank would cut #SBATCH --output short.
+TEST(SbatchScripts, FolderNamesThatWouldLeaveTheirLineAreRefused) {
+  TempDir dir("slurm-hostile");
+  const std::string root = PREFETCHLAB_SOURCE_DIR;
+  const auto grid = dir.path() / "grid.yaml";
+  std::ofstream(grid) << "noise.seed: [1, 2]\n";
+  for (const std::string name : {"out\ntouch pwned", "out\rx", "out dir", "out\"x", "out'x"}) {
+    SCOPED_TRACE(name);
+    const fs::path out = dir.path() / name;
+    const auto r = run_cli("sweep " + root + "/scenarios/tiny-llama-2x-h100.yaml --grid " + grid.string() + " -o '" +
+                           (name.find('\'') == std::string::npos ? out.string() : dir.path().string() + "/out'\\''x") +
+                           "' --slurm");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("-o"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(out / "slurm")) << "a script was written";
+  }
+  EXPECT_THROW(apps::check_script_path("/a/b\nc", "scenario", false), prefetchlab::core::InputError);
+  EXPECT_NO_THROW(apps::check_script_path("/a/my runs/b.yaml", "scenario", false));
+}
