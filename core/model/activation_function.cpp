@@ -23,15 +23,8 @@ constexpr std::array<Named, 6> kNames{{{"gelu", ActivationFunction::kGelu},
 // backward (kernels and bytes per element).
 KernelSpec elementwise(std::string op, std::int64_t elements, std::int64_t forward_bytes, std::int64_t flops,
                        int backward_kernels, std::int64_t backward_bytes) {
-  KernelSpec k;
-  k.op = std::move(op);
-  k.kind = KernelKind::kMemory;
-  k.flops.per_token = flops * elements;
-  k.bytes.per_token = forward_bytes * elements;
-  k.backward_kernels = backward_kernels;
-  k.backward_flops_factor = backward_kernels > 0 ? 1.0 : 0.0;
-  k.backward_bytes_factor = static_cast<double>(backward_bytes) / static_cast<double>(forward_bytes);
-  return k;
+  return memory_kernel(std::move(op), elements, forward_bytes, flops, backward_kernels,
+                       static_cast<double>(backward_bytes) / static_cast<double>(forward_bytes));
 }
 
 }  // namespace

@@ -7,20 +7,6 @@ namespace {
 
 constexpr std::int64_t kFp32Bytes = 4;
 
-// A memory-bound kernel over `elements` per token moving `bytes_per_element` each.
-KernelSpec memory_kernel(std::string op, std::int64_t elements, std::int64_t bytes_per_element,
-                         std::int64_t flops_per_element, int backward_kernels, double backward_bytes_factor) {
-  KernelSpec k;
-  k.op = std::move(op);
-  k.kind = KernelKind::kMemory;
-  k.flops.per_token = flops_per_element * elements;
-  k.bytes.per_token = bytes_per_element * elements;
-  k.backward_kernels = backward_kernels;
-  k.backward_flops_factor = backward_kernels > 0 ? 1.0 : 0.0;
-  k.backward_bytes_factor = backward_bytes_factor;
-  return k;
-}
-
 // The same over the s^2 scores: `per_position` elements per token per key position.
 KernelSpec scores_kernel(std::string op, std::int64_t per_position, std::int64_t bytes_per_element,
                          std::int64_t flops_per_element, int backward_kernels, double backward_bytes_factor) {
@@ -37,6 +23,19 @@ ModuleCosts of(std::vector<KernelSpec> kernels) {
 }
 
 }  // namespace
+
+KernelSpec memory_kernel(std::string op, std::int64_t elements, std::int64_t bytes_per_element,
+                         std::int64_t flops_per_element, int backward_kernels, double backward_bytes_factor) {
+  KernelSpec k;
+  k.op = std::move(op);
+  k.kind = KernelKind::kMemory;
+  k.flops.per_token = flops_per_element * elements;
+  k.bytes.per_token = bytes_per_element * elements;
+  k.backward_kernels = backward_kernels;
+  k.backward_flops_factor = backward_kernels > 0 ? 1.0 : 0.0;
+  k.backward_bytes_factor = backward_bytes_factor;
+  return k;
+}
 
 const char* kernel_kind_name(KernelKind kind) {
   switch (kind) {

@@ -26,6 +26,12 @@ struct ModuleCosts {
   ModuleCosts saving(std::int64_t per_token_bytes, std::int64_t per_token_per_position_bytes = 0) const;
 };
 
+// A memory-bound kernel over `elements` per token moving `bytes_per_element` and computing
+// `flops_per_element` each; backward: `backward_kernels` kernels moving backward_bytes_factor
+// times the forward's bytes (0 kernels: the gradient passes through).
+KernelSpec memory_kernel(std::string op, std::int64_t elements, std::int64_t bytes_per_element,
+                         std::int64_t flops_per_element, int backward_kernels, double backward_bytes_factor);
+
 // Both blocks' kernels, a's first.
 ModuleCosts operator+(ModuleCosts a, const ModuleCosts& b);
 
