@@ -1,7 +1,10 @@
 #include "collective_command.hpp"
 
+#include <limits>
+#include <cctype>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,11 +51,24 @@ sim::NcclChoice choose_or_explain(const sim::NcclTunerCostModel& model, const si
   }
 }
 
+// nccl-tests' own size syntax as well: one trailing K, M or G (either case) is 1024, 1024^2 or
+// 1024^3 (parsesize in NVIDIA/nccl-tests src/common.cu), so `-b 1K -e 8G` reads as it does there.
+std::optional<std::int64_t> nccl_tests_size(const std::string& text) {
+  if (text.size() < 2) return std::nullopt;
+  const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  const int shift = unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0;
+  if (shift == 0 || !std::isdigit(static_cast<unsigned char>(text[text.size() - 2]))) return std::nullopt;
+  const auto count = core::parse_count(text.substr(0, text.size() - 1));
+  if (!count || *count > (std::numeric_limits<std::int64_t>::max() >> shift)) return std::nullopt;
+  return *count << shift;
+}
+
 std::int64_t size_option(const std::string& flag, const std::string& text) {
-  const auto v = core::parse_bytes(text);
+  auto v = core::parse_bytes(text);
+  if (!v) v = nccl_tests_size(text);
   if (!v) {
-    throw core::InputError({"<command line>", 0}, flag, "is '" + text + "'",
-                           "a byte size such as 8, 5e7, 512MiB or 70GiB");
+    throw core::InputError({"<command line>", 0}, flag, "is " + core::quoted_input(text),
+                           "a byte size such as 8, 5e7, 512MiB or 70GiB, or as nccl-tests writes it (1K, 64M, 8G)");
   }
   return *v;
 }
@@ -201,8 +217,8 @@ CLI::App* add_collective_command(CLI::App& app, int* exit_code) {
   c->add_option("--op", o->op, "all_gather, reduce_scatter or all_reduce")->required();
   c->add_option("--ranks", o->ranks, "communicator size")->required();
   c->add_option("--nodes", o->nodes, "nodes the ranks spread over (default: fewest that fit)");
-  c->add_option("-b,--min-bytes", o->min_bytes, "smallest size (nccl-tests -b; e.g. 8, 5e7, 1MiB)");
-  c->add_option("-e,--max-bytes", o->max_bytes, "largest size (nccl-tests -e; e.g. 8GiB)");
+  c->add_option("-b,--min-bytes", o->min_bytes, "smallest size (nccl-tests -b; e.g. 8, 5e7, 1MiB, 1K)");
+  c->add_option("-e,--max-bytes", o->max_bytes, "largest size (nccl-tests -e; e.g. 8GiB, 8G)");
   c->add_option("-f,--factor", o->factor, "size multiplier between rows (nccl-tests -f)")
       ->check(CLI::Range(2, 1 << 20));
   c->add_option("--algo", o->algo, "ring, tree, nvls, nvls_tree or pat (default: NCCL's choice)")

@@ -656,6 +656,11 @@ TEST(CollectiveCommand, PrintsNcclTestsLayout) {
   EXPECT_NE(r.output.find("# Avg bus bandwidth    : "), std::string::npos);
   const auto bad = run_cli("collective --hardware h200-sxm-8x --op all_gather --ranks 8 -b 1XB");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  // nccl-tests' own size syntax (src/common.cu parsesize): K, M, G are powers of 1024, either case.
+  const auto nccl_sizes = run_cli("collective --hardware h200-sxm-8x --op all_gather --ranks 8 -b 8k -e 1M");
+  ASSERT_EQ(nccl_sizes.exit_code, 0) << nccl_sizes.output;
+  EXPECT_EQ(nccl_sizes.output, r.output);
+  EXPECT_EQ(run_cli("collective --hardware h200-sxm-8x --op all_gather --ranks 8 -b K").exit_code, 2);
   const auto nvls = run_cli("collective --hardware a100-sxm-8x --op all_reduce --ranks 8 --algo nvls");
   EXPECT_EQ(nvls.exit_code, 2) << nvls.output;
   // Tree is all-reduce only; across nodes the header names the graph on the NICs.
