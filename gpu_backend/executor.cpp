@@ -115,7 +115,7 @@ core::RankIterationTimes times_of(RankExecutor& rank, const RankIteration& it) {
   // the rank recorded (backward_end_event is the one after the end-of-backward sync).
   core::ExposedComm exposed{.forward_stall_ns = stall[0],
                             .backward_stall_ns = stall[1],
-                            .reduce_tail_ns = core::reduce_tail_ns(t(it.reduce_sync_marker), backward_end)};
+                            .reduce_tail_ns = core::compute_idle_between_markers_ns(t(it.reduce_sync_marker), backward_end)};
   for (const auto& [block, release] : it.host_comm_waits) {
     exposed.host_wait_idle_ns += core::compute_idle_between_markers_ns(t(block), t(release));
   }

@@ -179,18 +179,11 @@ EventId RankExecutor::issue_collective(StreamId user_stream, const std::function
   return done;
 }
 
-void RankExecutor::host_sync_on_comm(EventId event, SyncTag tag) {
-  if (!current_) return host_sync(event, tag);
+void RankExecutor::host_sync_marked(EventId event, SyncTag tag, MarkerPairs* waits) {
+  if (!waits) return host_sync(event, tag);
   const EventId block_marker = device_.record(compute_);
   host_sync(event, tag);
-  current_->host_comm_waits.emplace_back(block_marker, device_.record(compute_));
-}
-
-void RankExecutor::host_sync_in_fetch(EventId event, SyncTag tag, core::Phase phase) {
-  if (!current_) return host_sync(event, tag);
-  const EventId block_marker = device_.record(compute_);
-  host_sync(event, tag);
-  current_->stall_waits[static_cast<int>(phase)].emplace_back(block_marker, device_.record(compute_));
+  waits->emplace_back(block_marker, device_.record(compute_));
 }
 
 void RankExecutor::host_sync(EventId event, SyncTag tag) {
@@ -446,7 +439,7 @@ std::vector<double> RankExecutor::agree_on_device(const std::vector<double>& val
                                         bytes, static_cast<std::int64_t>(sizeof(double)));
   device_.wait(compute_, done);
   device_.copy_device_to_host(compute_, agreement_host_.data(), buffer.span);
-  host_sync_on_comm(device_.record(compute_), tag);
+  host_sync_marked(device_.record(compute_), tag, comm_waits());
   free_after(buffer, comm_);
   std::vector<double> out(values.size());
   std::memcpy(out.data(), agreement_host_.data(), agreement_host_.size());
@@ -741,7 +734,7 @@ void RankExecutor::flush_reduce_bucket() {
   // Host throttle identical to the fetch path (stage3.py, max_param_reduce_events).
   if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
                                                      [&](EventId e) { return device_.query(e); })) {
-    host_sync_on_comm(*oldest, SyncTag::kReduceThrottle);
+    host_sync_marked(*oldest, SyncTag::kReduceThrottle, comm_waits());
     reduce_events_.pop_front();
   }
   // reduce_scatter_coalesced: sorted by ds_id, each gradient padded to a multiple of W and its
@@ -953,7 +946,7 @@ void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {
   if (wait.context == core::WaitContext::kFetch) {
     if (const auto oldest = core::event_to_synchronize(ongoing_fetch_events_, core::kMaxOngoingFetchEvents,
                                                        [&](EventId e) { return device_.query(e); })) {
-      host_sync_in_fetch(*oldest, SyncTag::kFetchThrottle, context.phase);
+      host_sync_marked(*oldest, SyncTag::kFetchThrottle, &current_->stall_waits[static_cast<int>(context.phase)]);
       ongoing_fetch_events_.pop_front();
     }
   }
@@ -1005,17 +998,16 @@ void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {
       }
     }
     if (wait.context == core::WaitContext::kBlocking && last_done >= 0) {
-      host_sync_on_comm(last_done, SyncTag::kPersistentRegather);
+      host_sync_marked(last_done, SyncTag::kPersistentRegather, comm_waits());
     }
   } else if (wait.first_on_handle && handle.alive) {
     // World size 1, a no-gather handle: its first wait synchronises the host with the stream
     // it runs under (NoGatherCoalescedHandle.wait, `current_stream().synchronize()` unless the
     // device is synchronized; sim/no_gather_handle.cpp), then __complete makes later waits free.
-    if (wait.context == core::WaitContext::kFetch) {
-      host_sync_in_fetch(device_.record(stream), SyncTag::kNoGatherWait, context.phase);
-    } else {
-      host_sync_on_comm(device_.record(stream), SyncTag::kNoGatherWait);
-    }
+    // Inside a fetch the compute it idles is a stall; elsewhere, a host wait on communication.
+    host_sync_marked(device_.record(stream), SyncTag::kNoGatherWait,
+                     wait.context == core::WaitContext::kFetch ? &current_->stall_waits[static_cast<int>(context.phase)]
+                                                               : comm_waits());
   }
   if (wait.context == core::WaitContext::kFetch) ongoing_fetch_events_.push_back(device_.record(all_gather_));
   if (wait.last_on_handle && handle.alive) {

@@ -172,11 +172,12 @@ class RankExecutor final : public RankInspector {
   EventId issue_collective(StreamId user_stream, const std::function<void()>& launch, CollectiveKind kind,
                            std::int64_t full_bytes, std::int64_t element_bytes);
   void host_sync(EventId event, SyncTag tag);
-  // host_sync on communication inside an iteration, with the compute markers exposed
-  // communication is measured by (RankIteration::host_comm_waits).
-  void host_sync_on_comm(EventId event, SyncTag tag);
-  // The same for a host wait inside a fetch: its markers go to the phase's stalls.
-  void host_sync_in_fetch(EventId event, SyncTag tag, core::Phase phase);
+  // host_sync with the compute markers exposed communication is measured by: one at the block
+  // and one at the release, appended to `waits` (RankIteration::host_comm_waits, or a phase's
+  // stall_waits for a wait inside a fetch); null outside an iteration, then a plain host_sync.
+  using MarkerPairs = std::vector<std::pair<EventId, EventId>>;
+  void host_sync_marked(EventId event, SyncTag tag, MarkerPairs* waits);
+  MarkerPairs* comm_waits() { return current_ ? &current_->host_comm_waits : nullptr; }
   std::int64_t host_now_ns() const;
   void note_memory();
   std::vector<double> agree_on_device(const std::vector<double>& values, ReduceOp op, SyncTag tag);

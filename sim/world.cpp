@@ -293,8 +293,8 @@ core::IterationRecord World::combine(std::int32_t iteration, bool with_samples,
         .forward_stall_ns = it.stall_ns[0],
         .backward_stall_ns = it.stall_ns[1],
         .host_wait_idle_ns = it.host_wait_idle_ns,
-        .reduce_tail_ns = core::reduce_tail_ns(std::max(backward_compute_end, it.reduce_sync_start_ns),
-                                               it.reduce_scatter_done_ns)};
+        .reduce_tail_ns = core::compute_idle_between_markers_ns(
+            std::max(backward_compute_end, it.reduce_sync_start_ns), it.reduce_scatter_done_ns)};
 
     record.optimizer_step = it.optimizer_step;
     record.seq_len = seq_len_[static_cast<std::size_t>(iteration - 1)];

@@ -8,8 +8,4 @@ std::int64_t compute_idle_between_markers_ns(std::int64_t before_marker_ns, std:
   return std::max<std::int64_t>(0, after_marker_ns - before_marker_ns);
 }
 
-std::int64_t reduce_tail_ns(std::int64_t sync_marker_ns, std::int64_t after_sync_marker_ns) {
-  return std::max<std::int64_t>(0, after_sync_marker_ns - sync_marker_ns);
-}
-
 }  // namespace prefetchlab::core

@@ -24,7 +24,7 @@ struct ExposedComm {
   std::int64_t forward_stall_ns = 0;   // sums of compute_idle_between_markers_ns
   std::int64_t backward_stall_ns = 0;
   std::int64_t host_wait_idle_ns = 0;  // sum of compute_idle_between_markers_ns
-  std::int64_t reduce_tail_ns = 0;     // reduce_tail_ns
+  std::int64_t reduce_tail_ns = 0;     // compute_idle_between_markers_ns of the sync's two markers
 
   std::int64_t total_ns() const { return forward_stall_ns + backward_stall_ns + host_wait_idle_ns + reduce_tail_ns; }
 };
@@ -32,9 +32,5 @@ struct ExposedComm {
 // Compute idle between two compute-stream markers: one recorded before a wait of the stream (or
 // when the host blocked), one after it (or when the host was released); their completions.
 std::int64_t compute_idle_between_markers_ns(std::int64_t before_marker_ns, std::int64_t after_marker_ns);
-
-// The end-of-backward tail: the completions of a compute-stream marker recorded when the host
-// reached the reduce stream's synchronisation and one recorded after it returned.
-std::int64_t reduce_tail_ns(std::int64_t sync_marker_ns, std::int64_t after_sync_marker_ns);
 
 }  // namespace prefetchlab::core
