@@ -45,7 +45,9 @@ class RankInspector {
 struct ExecutorOptions {
   std::optional<std::int64_t> iterations;  // default: the scenario's training.iterations
   std::uint64_t data_seed = 1;             // parameters, activations, upstream gradients
-  bool record_plans = false;               // fill ExecutorResult::plan_log
+  // Fill ExecutorResult::plan_log: each iteration's program steps as core::describe writes them
+  // (core/zero/rank_program.hpp), then the plans and reduce-scatters it ran.
+  bool record_plans = false;
   // Hooks (on the rank's host thread): after a module's fetch (its parameters are available),
   // and after the end-of-backward synchronisation (gradients reduced into the partitions).
   std::function<void(RankInspector&, int iteration, int module, core::Phase phase)> on_module_ready;

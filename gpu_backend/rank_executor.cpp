@@ -42,8 +42,8 @@ RankExecutor::RankExecutor(const core::Scenario& scenario, Device& device, const
       persistent_(core::persistent_params(scenario.model, scenario.zero.param_persistence_threshold_numel,
                                           scenario.zero.model_persistence_threshold_numel)),
       staged_shards_(std::move(shards)),
-      bucket_(scenario.zero.reduce_bucket_numel),
-      checkpoint_(core::checkpoint_units(scenario.model, scenario.training.activation_checkpointing)),
+      program_(scenario.model, core::checkpoint_units(scenario.model, scenario.training.activation_checkpointing),
+               scenario.zero.reduce_bucket_numel, scenario.training.grad_accum),
       checkpoint_input_bytes_(core::checkpoint_input_bytes(scenario.model, scenario.training.micro_batch,
                                                            scenario.training.seq_len, scenario.training.dtype)),
       skipped_modules_(core::skipped_modules(scenario.divergence, device.world_size(), scenario.model.modules.size())) {
@@ -63,13 +63,10 @@ RankExecutor::RankExecutor(const core::Scenario& scenario, Device& device, const
   }
   offload_param_ = scenario.zero.offload_param.device == core::OffloadDevice::kCpu;
   offload_optimizer_ = scenario.zero.offload_optimizer.device == core::OffloadDevice::kCpu;
-  core::ControllerContext context;
-  context.rank = rank_;
-  context.world_size = world_size_;
-  context.initial_bucket_numel = scenario.zero.effective_prefetch_bucket_numel();
-  context.max_live_numel = scenario.zero.max_live_numel;
-  controller_ = core::make_prefetch_controller(scenario.controller, context);
+  // The simulator's context (the executor's group has the scenario's world size).
+  controller_ = core::make_prefetch_controller(scenario.controller, core::controller_context(scenario, rank_));
   controller_->bind_columns(core::measured_sample_columns());
+  if (options.record_plans) program_.journal_into(&plan_log_);  // the steps, then each one's plans
 
   const std::size_t params = model_.params.size();
   partition_numel_.resize(params);
@@ -82,7 +79,6 @@ RankExecutor::RankExecutor(const core::Scenario& scenario, Device& device, const
   param_span_.resize(params);
   param_block_.resize(params);
   param_resident_bytes_.assign(params, 0);
-  grad_uses_ = core::gradient_uses(model_);
   grad_uses_done_.assign(params, 0);
   grad_block_.resize(params);
   activation_block_.resize(model_.modules.size());
@@ -343,52 +339,112 @@ void RankExecutor::run_iteration(int iteration) {
   iterations_.emplace_back();
   current_ = &iterations_.back();
   current_->iteration = iteration;
-  current_->optimizer_step = iteration % scenario_.training.grad_accum == 0;
+  current_->optimizer_step = program_.optimizer_step(iteration);
   current_->start_event = iteration == 1 ? first_start_event_ : iterations_[iterations_.size() - 2].iteration_end_event;
   current_->peak_gathered_bytes = gathered_bytes_;
   device_.reset_peak_memory_stats();
   current_->peak_allocated_bytes = device_.memory_stats().allocated_bytes.all.current;
   current_->peak_reserved_bytes = device_.memory_stats().reserved_bytes.all.current;
-  grad_uses_left_ = grad_uses_;
   std::fill(grad_uses_done_.begin(), grad_uses_done_.end(), 0);
-
-  // Root forward pre-hook: reset_step (parameter_offload.py) — the only place it runs.
-  doing_ = "reset_step";
-  doing_module_ = -1;
-  Context context;
-  execute(coordinator_.reset_step(), context);
-  current_->trace_mode = coordinator_.trace_mode();
-  update_controller(iteration);
-  current_->bucket_numel = coordinator_.prefetch_bucket_numel();
-
-  forward(0);
-  current_->forward_end_event = device_.record(compute_);
-  backward(0);
-  current_->backward_compute_end_event = device_.record(compute_);
-
-  // End of backward (independent_gradient_partition_epilogue): flush, then the host
-  // synchronises the reduce stream (stage3.py).
-  doing_ = "end of backward";
-  doing_module_ = -1;
-  if (!bucket_.empty()) flush_reduce_bucket();
-  // A tied parameter whose other use was skipped (divergence) never completed its gradient:
-  // it goes with the iteration, as autograd drops it.
-  for (auto& grad : grad_block_) {
-    if (!grad) continue;
-    free(*grad);
-    grad.reset();
+  // Data-dependent control flow (the scenario's divergence): a skipped module and its subtree
+  // do not run on this rank in this iteration, so none of their hooks fire.
+  skipped_.clear();
+  if (const auto it = skipped_modules_.find({iteration, rank_}); it != skipped_modules_.end()) {
+    skipped_.assign(it->second.begin(), it->second.end());
   }
-  current_->reduce_sync_marker = device_.record(compute_);
-  host_sync(device_.record(reduce_), SyncTag::kEndOfBackward);
-  current_->backward_end_event = device_.record(compute_);
-  if (options_.on_backward_done) options_.on_backward_done(*this, iteration);
+  for (const core::ProgramStep& step : program_.iteration(iteration, skipped_)) run_step(step);
+}
 
-  if (current_->optimizer_step) {
-    doing_ = "optimizer step";
-    Context optimizer_context;
-    execute(coordinator_.optimizer_step(), optimizer_context);
+// One step of core::RankProgram on this rank's device.
+void RankExecutor::run_step(const core::ProgramStep& step) {
+  const bool forward = step.phase == core::Phase::kForward;
+  doing_module_ = step.module;
+  switch (step.kind) {
+    case core::StepKind::kResetStep: {
+      // Root forward pre-hook: reset_step (parameter_offload.py) — the only place it runs.
+      doing_ = "reset_step";
+      Context context;
+      execute(coordinator_.reset_step(), context);
+      current_->trace_mode = coordinator_.trace_mode();
+      update_controller(current_->iteration);
+      current_->bucket_numel = coordinator_.prefetch_bucket_numel();
+      break;
+    }
+    case core::StepKind::kFetch:
+      fetch_hook(step.module, step.phase);
+      break;
+    case core::StepKind::kOwnWork:
+      doing_ = !forward ? "backward compute" : step.recompute ? "recompute forward" : "forward compute";
+      if (forward) {
+        module_forward_work(step.module);
+      } else {
+        module_backward_work(step.module);
+      }
+      break;
+    case core::StepKind::kKeepActivations: {
+      // What the module saves for backward stays allocated until its backward ran.
+      const auto m = static_cast<std::size_t>(step.module);
+      const std::int64_t saved =
+          step.kept == core::ActivationsKept::kAll
+              ? model_.modules[m].activation_bytes.at(scenario_.training.micro_batch, scenario_.training.seq_len)
+              : checkpoint_input_bytes_;
+      if (saved > 0 && !activation_block_[m]) activation_block_[m] = allocate(saved, compute_, "activations");
+      break;
+    }
+    case core::StepKind::kDropCheckpointInput:
+    case core::StepKind::kDropActivations:
+      if (auto& kept = activation_block_[static_cast<std::size_t>(step.module)]) {
+        free(*kept);  // compute stream: reusable by later kernels at once
+        kept.reset();
+      }
+      break;
+    case core::StepKind::kReduceWaitsForCompute:
+      device_.wait(reduce_, device_.record(compute_));
+      break;
+    case core::StepKind::kGradientReady:
+      gradient_ready(step);
+      break;
+    case core::StepKind::kFlushBucket:
+      doing_ = "gradient reduce-scatter";
+      flush_reduce_bucket(step);
+      break;
+    case core::StepKind::kRelease: {
+      doing_ = forward ? "forward release" : "backward release";
+      Context release_context{step.phase, step.module, std::nullopt};
+      execute(coordinator_.release_sub_module(step.module, step.phase), release_context);
+      break;
+    }
+    case core::StepKind::kForwardEnd:
+      current_->forward_end_event = device_.record(compute_);
+      break;
+    case core::StepKind::kBackwardComputeEnd:
+      current_->backward_compute_end_event = device_.record(compute_);
+      break;
+    case core::StepKind::kEndOfBackward:
+      // The host synchronises the reduce stream (stage3.py).
+      doing_ = "end of backward";
+      // A tied parameter whose other use was skipped (divergence) never completed its gradient:
+      // it goes with the iteration, as autograd drops it.
+      for (auto& grad : grad_block_) {
+        if (!grad) continue;
+        free(*grad);
+        grad.reset();
+      }
+      current_->reduce_sync_marker = device_.record(compute_);
+      host_sync(device_.record(reduce_), SyncTag::kEndOfBackward);
+      current_->backward_end_event = device_.record(compute_);
+      if (options_.on_backward_done) options_.on_backward_done(*this, current_->iteration);
+      break;
+    case core::StepKind::kOptimizerStep: {
+      doing_ = "optimizer step";
+      Context optimizer_context;
+      execute(coordinator_.optimizer_step(), optimizer_context);
+      break;
+    }
+    case core::StepKind::kIterationEnd:
+      current_->iteration_end_event = device_.record(compute_);
+      break;
   }
-  current_->iteration_end_event = device_.record(compute_);
 }
 
 // Contract of core/control/prefetch_controller.hpp, steps 1-3, at reset_step.
@@ -490,66 +546,6 @@ void RankExecutor::after_fetch(const core::FetchInfo& info) {
       current_->invalidated_after.push_back(index);  // delivered with the samples
     }
   }
-}
-
-// Data-dependent control flow (the scenario's divergence): a skipped module and its subtree
-// do not run on this rank in this iteration, so none of their hooks fire.
-bool RankExecutor::skipped(int module) const {
-  const auto it = skipped_modules_.find({current_->iteration, rank_});
-  return it != skipped_modules_.end() && it->second[static_cast<std::size_t>(module)];
-}
-
-void RankExecutor::forward(int module) {
-  if (skipped(module)) return;
-  fetch_hook(module, core::Phase::kForward);  // forward pre-hook
-  const auto& spec = model_.modules[static_cast<std::size_t>(module)];
-  for (const int child : spec.children) forward(child);
-  doing_ = recomputing_ ? "recompute forward" : "forward compute";
-  doing_module_ = module;
-  module_forward_work(module);
-  // What the module saves for backward stays allocated until its backward ran. Under
-  // checkpointing a unit keeps only its input in the first forward; its modules save their
-  // activations when backward re-runs the unit.
-  const auto m = static_cast<std::size_t>(module);
-  std::int64_t saved = spec.activation_bytes.at(scenario_.training.micro_batch, scenario_.training.seq_len);
-  if (checkpoint_.inside[m] && !recomputing_) saved = checkpoint_.unit[m] ? checkpoint_input_bytes_ : 0;
-  if (saved > 0 && !activation_block_[m]) activation_block_[m] = allocate(saved, compute_, "activations");
-  doing_ = "forward release";
-  Context release_context{core::Phase::kForward, module, std::nullopt};
-  execute(coordinator_.release_sub_module(module, core::Phase::kForward), release_context);
-}
-
-void RankExecutor::backward(int module) {
-  if (skipped(module)) return;
-  if (checkpoint_.unit[static_cast<std::size_t>(module)]) {
-    // torch.utils.checkpoint: the unit's forward runs again, its hooks fire (DeepSpeed fetches
-    // its parameters through the same coordinator calls), before its backward; the kept input
-    // goes, the full activations come back.
-    if (auto& input = activation_block_[static_cast<std::size_t>(module)]) {
-      free(*input);
-      input.reset();
-    }
-    recomputing_ = true;
-    forward(module);
-    recomputing_ = false;
-  }
-  fetch_hook(module, core::Phase::kBackward);  // pre-backward hook: the output's gradient arrived
-  doing_ = "backward compute";
-  doing_module_ = module;
-  module_backward_work(module);
-  if (auto& saved = activation_block_[static_cast<std::size_t>(module)]) {
-    free(*saved);  // compute stream: reusable by later kernels at once
-    saved.reset();
-  }
-  gradients_ready(module);
-  const auto& spec = model_.modules[static_cast<std::size_t>(module)];
-  for (auto it = spec.children.rbegin(); it != spec.children.rend(); ++it) backward(*it);
-  // No post-backward hook for a module fed only token ids (core::ModuleSpec::post_backward_hook_fires).
-  if (!spec.post_backward_hook_fires) return;
-  doing_ = "backward release";
-  doing_module_ = module;
-  Context release_context{core::Phase::kBackward, module, std::nullopt};
-  execute(coordinator_.release_sub_module(module, core::Phase::kBackward), release_context);
 }
 
 // --- module work: GEMMs of the module's real shapes and memory-bound passes ---
@@ -693,44 +689,32 @@ void RankExecutor::memory_pass(std::int64_t numel, int passes) {
 
 // --- backward gradients: the IPG bucket and its reduce-scatter (DeepSpeed's stage3.py) ---
 
-void RankExecutor::gradients_ready(int module) {
-  const auto& spec = model_.modules[static_cast<std::size_t>(module)];
-  bool waited = false;
-  for (const int p : spec.param_ids) {
-    const auto pi = static_cast<std::size_t>(p);
-    if (--grad_uses_left_[pi] != 0) continue;
-    const std::int64_t numel = model_.params[pi].numel;
-    if (bucket_.must_flush_before(numel)) {
-      flush_reduce_bucket();
-      waited = false;
-    }
-    if (!waited) {  // the reduce stream first waits for the compute stream
-      device_.wait(reduce_, device_.record(compute_));
-      waited = true;
-    }
-    const DeviceBuffer grad = *grad_block_[pi];
-    grad_block_[pi].reset();
-    // Copied into the contiguous bucket when it fits (a gradient larger than the bucket is
-    // reduced from where it lies, as stage3's __add_grad_to_ipg_bucket does); freed once the
-    // reduce stream has read it.
-    in_ipg_[pi] = scenario_.zero.contiguous_gradients && bucket_.numel() + numel <= scenario_.zero.reduce_bucket_numel;
-    if (in_ipg_[pi]) {
-      bucket_offset_numel_[pi] = bucket_.numel();
-      const EventId copy_start = device_.record(reduce_);
-      device_.copy_device_to_device(reduce_, ipg_->span.sub(static_cast<std::uint64_t>(bucket_.numel() * element_bytes_),
-                                                            static_cast<std::uint64_t>(numel * element_bytes_)),
-                                    grad.span.sub(0, static_cast<std::uint64_t>(numel * element_bytes_)));
-      current_->gradient_work_spans.emplace_back(copy_start, device_.record(reduce_));
-      free_after(grad, reduce_);
-    } else {
-      bucket_offset_numel_[pi] = static_cast<std::int64_t>(grads_in_bucket_.size());
-      grads_in_bucket_.push_back(grad);  // reduced from where it lies, freed after the flush
-    }
-    bucket_.add(p, numel);
+// A parameter's gradient is final (core::RankProgram's per-parameter grad hook).
+void RankExecutor::gradient_ready(const core::ProgramStep& step) {
+  const auto pi = static_cast<std::size_t>(step.param);
+  const std::int64_t numel = step.numel;
+  const DeviceBuffer grad = *grad_block_[pi];
+  grad_block_[pi].reset();
+  // Copied into the contiguous bucket when it fits (a gradient larger than the bucket is
+  // reduced from where it lies, as stage3's __add_grad_to_ipg_bucket does); freed once the
+  // reduce stream has read it.
+  in_ipg_[pi] = scenario_.zero.contiguous_gradients &&
+                step.bucket_offset_numel + numel <= scenario_.zero.reduce_bucket_numel;
+  if (in_ipg_[pi]) {
+    bucket_offset_numel_[pi] = step.bucket_offset_numel;
+    const EventId copy_start = device_.record(reduce_);
+    device_.copy_device_to_device(reduce_, ipg_->span.sub(static_cast<std::uint64_t>(step.bucket_offset_numel * element_bytes_),
+                                                          static_cast<std::uint64_t>(numel * element_bytes_)),
+                                  grad.span.sub(0, static_cast<std::uint64_t>(numel * element_bytes_)));
+    current_->gradient_work_spans.emplace_back(copy_start, device_.record(reduce_));
+    free_after(grad, reduce_);
+  } else {
+    bucket_offset_numel_[pi] = static_cast<std::int64_t>(grads_in_bucket_.size());
+    grads_in_bucket_.push_back(grad);  // reduced from where it lies, freed after the flush
   }
 }
 
-void RankExecutor::flush_reduce_bucket() {
+void RankExecutor::flush_reduce_bucket(const core::ProgramStep& step) {
   // Host throttle identical to the fetch path (stage3.py, max_param_reduce_events).
   if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
                                                      [&](EventId e) { return device_.query(e); })) {
@@ -740,7 +724,8 @@ void RankExecutor::flush_reduce_bucket() {
   // reduce_scatter_coalesced: sorted by ds_id, each gradient padded to a multiple of W and its
   // W chunks interleaved so rank q's chunk of every gradient is contiguous; divided by W; one
   // reduce-scatter; this rank's chunks added into the gradient partition.
-  std::vector<int> params = bucket_.params();
+  const std::span<const int> bucket = program_.flush_params(step);
+  std::vector<int> params(bucket.begin(), bucket.end());
   std::sort(params.begin(), params.end());
   std::vector<std::int64_t> slot_offset;
   std::int64_t slot_numel = 0;
@@ -826,8 +811,7 @@ void RankExecutor::flush_reduce_bucket() {
   if (flat) free_after(*flat, comm_);
   for (const DeviceBuffer& grad : grads_in_bucket_) free_after(grad, reduce_);
   grads_in_bucket_.clear();
-  plan_note("reduce_scatter " + std::to_string(bucket_.numel()));
-  bucket_.clear();
+  plan_note("reduce_scatter " + std::to_string(step.numel));
 }
 
 // --- plans ---

@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +16,7 @@
 #include "core/zero/coordinator.hpp"
 #include "core/control/fetch_samples.hpp"
 #include "core/control/prefetch_controller.hpp"
-#include "core/zero/reduce_bucket.hpp"
+#include "core/zero/rank_program.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/skipped_modules.hpp"
 #include "gpu_backend/executor.hpp"
@@ -135,11 +136,9 @@ class RankExecutor final : public RankInspector {
   void upload_initial_state();
   void align_clocks();
   void run_iteration(int iteration);
+  void run_step(const core::ProgramStep& step);
   void update_controller(int iteration);
   void fetch_hook(int module, core::Phase phase);
-  void forward(int module);
-  void backward(int module);
-  bool skipped(int module) const;
   void execute(const core::Plan& plan, Context& context);
   void execute_gather(const core::Gather& gather, Context& context);
   void execute_wait(const core::Wait& wait, Context& context);
@@ -148,8 +147,8 @@ class RankExecutor final : public RankInspector {
   void cpu_adam();
   AdamArgs adam_args(DeviceSpan params, DeviceSpan grads, DeviceSpan master, DeviceSpan exp_avg,
                      DeviceSpan exp_avg_sq) const;
-  void gradients_ready(int module);
-  void flush_reduce_bucket();
+  void gradient_ready(const core::ProgramStep& step);
+  void flush_reduce_bucket(const core::ProgramStep& step);
   void take_fetch_end_sample(Context& context);
   void after_fetch(const core::FetchInfo& info);
 
@@ -235,18 +234,18 @@ class RankExecutor final : public RankInspector {
   std::deque<EventId> reduce_events_;
 
   // Backward.
-  std::vector<int> grad_uses_, grad_uses_left_, grad_uses_done_;
+  std::vector<int> grad_uses_done_;  // per param: backward uses so far this iteration
   std::vector<std::optional<DeviceBuffer>> grad_block_;  // per param while being produced / bucketed
-  core::ReduceBucket bucket_;
   std::vector<std::int64_t> bucket_offset_numel_;  // per bucketed param: IPG offset, or index in grads_in_bucket_
   std::vector<bool> in_ipg_;                       // per bucketed param: copied into the IPG buffer
   std::vector<DeviceBuffer> grads_in_bucket_;      // non-contiguous gradients, freed after the flush
   std::vector<std::optional<DeviceBuffer>> activation_block_;
-  // training.activation_checkpointing and divergence, as the simulator reads them.
-  core::CheckpointUnits checkpoint_;
+  // DeepSpeed's host program (core::RankProgram, the simulator's): the steps of each iteration,
+  // with training.activation_checkpointing and the divergence's skipped modules.
+  core::RankProgram program_;
   std::int64_t checkpoint_input_bytes_ = 0;
-  bool recomputing_ = false;
   core::SkippedModules skipped_modules_;
+  std::vector<char> skipped_;  // this iteration's, per module (empty: none)
 
   // Measurements.
   std::vector<RankIteration> iterations_;

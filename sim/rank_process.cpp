@@ -72,7 +72,9 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
       world_size_(shared.scenario->cluster.world_size()),
       dtype_bytes_(core::dtype_bytes(shared.scenario->training.dtype)),
       param_resident_bytes_(shared.scenario->model.params.size(), 0),
-      bucket_(shared.scenario->zero.reduce_bucket_numel),
+      program_(shared.scenario->model,
+               core::CheckpointUnits{shared.checkpoint_unit, shared.inside_checkpoint_unit},
+               shared.scenario->zero.reduce_bucket_numel, shared.scenario->training.grad_accum),
       compute_noise_(shared.scenario->noise.seed, "compute/rank" + std::to_string(rank)),
       host_noise_(shared.scenario->noise.seed, "host/rank" + std::to_string(rank)),
       timer_noise_(shared.scenario->noise.seed, "host_timer/rank" + std::to_string(rank)) {
@@ -195,13 +197,6 @@ TimeNs RankProcess::host_timer_now() {
   last_timer_reading_ = std::max<TimeNs>(last_timer_reading_,
                                  engine_.now_ns() + std::llround(static_cast<double>(sigma) * timer_noise_.normal()));
   return last_timer_reading_;
-}
-
-bool RankProcess::skipped(int module) const {
-  // A routed expert with no tokens does not run (core/scenario/expert_routing.hpp).
-  if (!module_tokens_.empty() && module_tokens_[static_cast<std::size_t>(module)] == 0) return true;
-  const auto it = shared_.skipped.find({current_->iteration, rank_});
-  return it != shared_.skipped.end() && it->second[static_cast<std::size_t>(module)];
 }
 
 // An expert's costs were built for the mean share (tokens x top_k / experts); its kernels and
@@ -389,7 +384,6 @@ HostTask RankProcess::run() {
 }
 
 HostTask RankProcess::run_iteration(std::int32_t iteration) {
-  const core::Scenario& scenario = *shared_.scenario;
   iterations_.emplace_back();
   current_ = &iterations_.back();
   current_->first_event = events_.next_id();
@@ -398,40 +392,112 @@ HostTask RankProcess::run_iteration(std::int32_t iteration) {
   current_->iteration = iteration;
   costs_ = shared_.iteration_costs[static_cast<std::size_t>(iteration - 1)];
   if (shared_.routing) current_->dropped_tokens = shared_.routing->route(iteration, rank_, module_tokens_);
-  current_->optimizer_step = iteration % scenario.training.grad_accum == 0;
+  current_->optimizer_step = program_.optimizer_step(iteration);
   current_->peak_gathered_bytes = gathered_bytes_;
   current_->fetches.reserve(fetches_per_iteration_);  // iterations fetch alike: no regrowth
-  grad_uses_left_ = shared_.grad_uses;
-  const TimeNs host_start = engine_.now_ns();
+  iteration_host_start_ns_ = engine_.now_ns();
+  for (const core::ProgramStep& step : program_.iteration(iteration, skipped_modules())) co_await run_step(step);
+}
 
-  // Root forward pre-hook: reset_step (parameter_offload.py) — the only place it runs.
-  Context context;
-  co_await execute(coordinator_.reset_step(), context);
-  current_->trace_mode = coordinator_.trace_mode();
-  co_await update_controller(iteration);
-  current_->bucket_numel = coordinator_.prefetch_bucket_numel();
-
-  co_await forward(0);
-  current_->forward_end_event = record_kept(compute_);
-  co_await backward(0);
-  current_->backward_compute_end_event = record_kept(compute_);
-
-  // End of backward (independent_gradient_partition_epilogue): flush, then the host
-  // synchronises the reduce stream (stage3.py).
-  if (!bucket_.empty()) co_await flush_reduce_bucket(0);  // in the root's backward, as far as memory is named
-  const std::int32_t reduced = record(*reduce_scatter_);
-  current_->reduce_sync_start_ns = engine_.now_ns();
-  co_await host_sync(reduced);
-  current_->reduce_scatter_done_ns = engine_.now_ns();
-  current_->backward_end_event = record_kept(compute_);
-
-  if (current_->optimizer_step) {
-    Context optimizer_context;
-    co_await execute(coordinator_.optimizer_step(), optimizer_context);
+// Data-dependent control flow (the scenario's divergence) and MoE routing: the modules that do
+// not run on this rank this iteration (a routed expert with no tokens does not run:
+// core/scenario/expert_routing.hpp). Empty when every module runs.
+const std::vector<char>& RankProcess::skipped_modules() {
+  skipped_modules_.clear();
+  const auto diverged = shared_.skipped.find({current_->iteration, rank_});
+  if (module_tokens_.empty() && diverged == shared_.skipped.end()) return skipped_modules_;
+  const std::size_t modules = shared_.scenario->model.modules.size();
+  skipped_modules_.assign(modules, 0);
+  for (std::size_t m = 0; m < modules; ++m) {
+    skipped_modules_[m] = (!module_tokens_.empty() && module_tokens_[m] == 0) ||
+                          (diverged != shared_.skipped.end() && diverged->second[m]);
   }
-  current_->iteration_end_event = record_kept(compute_, &iteration_done_, iteration_done_base_ + iteration);
-  fetches_per_iteration_ = current_->fetches.size();
-  host_span(shared_.label_iteration, host_start);
+  return skipped_modules_;
+}
+
+// One step of core::RankProgram on this rank's streams, memory and host time.
+HostTask RankProcess::run_step(const core::ProgramStep& step) {
+  switch (step.kind) {
+    case core::StepKind::kResetStep: {
+      // Root forward pre-hook: reset_step (parameter_offload.py) — the only place it runs.
+      Context context;
+      co_await execute(coordinator_.reset_step(), context);
+      current_->trace_mode = coordinator_.trace_mode();
+      co_await update_controller(current_->iteration);
+      current_->bucket_numel = coordinator_.prefetch_bucket_numel();
+      break;
+    }
+    case core::StepKind::kFetch:
+      co_await fetch_hook(step.module, step.phase);
+      break;
+    case core::StepKind::kOwnWork: {
+      // The host launches the module's kernels one by one; the compute stream runs them as one
+      // span (ComputeModel::module_forward_ns), which starts after the first launch.
+      const auto m = static_cast<std::size_t>(step.module);
+      const bool forward = step.phase == core::Phase::kForward;
+      co_await launch_own_work(
+          routed_kernel_ns(step.module, forward ? costs_->forward_kernel_ns[m] : costs_->backward_kernel_ns[m]),
+          forward ? shared_.compute->host().forward_op_host_ns() : shared_.compute->host().backward_op_host_ns(),
+          forward ? shared_.forward_label[m] : shared_.backward_label[m]);
+      break;
+    }
+    case core::StepKind::kKeepActivations: {
+      // What the module saves for backward stays allocated until its backward ran.
+      const auto m = static_cast<std::size_t>(step.module);
+      const std::int64_t saved = step.kept == core::ActivationsKept::kAll ? routed(step.module, costs_->activation_bytes[m])
+                                                                          : costs_->checkpoint_input_bytes;
+      if (saved > 0 && !activation_block_[m]) {
+        activation_block_[m] = allocate(saved, compute_, step.module, "activations", core::MemoryUse::kActivations);
+        if (!activation_block_[m]) co_await Halt{};
+      }
+      break;
+    }
+    case core::StepKind::kDropCheckpointInput:
+    case core::StepKind::kDropActivations:
+      if (auto& kept = activation_block_[static_cast<std::size_t>(step.module)]) {
+        memory_->free(*kept, engine_.now_ns());  // compute stream: reusable by later kernels at once
+        kept.reset();
+      }
+      break;
+    case core::StepKind::kReduceWaitsForCompute:
+      wait(*reduce_scatter_, record(compute_));
+      break;
+    case core::StepKind::kGradientReady:
+      co_await gradient_ready(step);
+      break;
+    case core::StepKind::kFlushBucket:
+      co_await flush_reduce_bucket(step.module, program_.flush_params(step));
+      break;
+    case core::StepKind::kRelease:
+      co_await release_hook(step.module, step.phase);
+      break;
+    case core::StepKind::kForwardEnd:
+      current_->forward_end_event = record_kept(compute_);
+      break;
+    case core::StepKind::kBackwardComputeEnd:
+      current_->backward_compute_end_event = record_kept(compute_);
+      break;
+    case core::StepKind::kEndOfBackward: {
+      // The host synchronises the reduce stream (stage3.py).
+      const std::int32_t reduced = record(*reduce_scatter_);
+      current_->reduce_sync_start_ns = engine_.now_ns();
+      co_await host_sync(reduced);
+      current_->reduce_scatter_done_ns = engine_.now_ns();
+      current_->backward_end_event = record_kept(compute_);
+      break;
+    }
+    case core::StepKind::kOptimizerStep: {
+      Context optimizer_context;
+      co_await execute(coordinator_.optimizer_step(), optimizer_context);
+      break;
+    }
+    case core::StepKind::kIterationEnd:
+      current_->iteration_end_event =
+          record_kept(compute_, &iteration_done_, iteration_done_base_ + current_->iteration);
+      fetches_per_iteration_ = current_->fetches.size();
+      host_span(shared_.label_iteration, iteration_host_start_ns_);
+      break;
+  }
 }
 
 void AgreementBoard::post(std::int64_t round, int rank, core::Proposal proposal) {
@@ -535,95 +601,26 @@ HostTask RankProcess::launch_own_work(const std::vector<TimeNs>& kernel_ns, Time
   if (issue_ns > 0) co_await spend(issue_ns);
 }
 
-HostTask RankProcess::forward(int module) {
-  if (skipped(module)) co_return;
-  const auto& compute = *shared_.compute;
+// Post-forward hooks: post_sub_module_forward_function with its release_sub_module, and the
+// autograd Functions that will fire this module's backward hooks (set up on its inputs and
+// outputs); all between this fetch's end and the next fetch's start, so charged as one. The
+// post-backward hook: post_sub_module_backward_function with its release.
+HostTask RankProcess::release_hook(int module, core::Phase phase) {
+  const HostCostModel& host = shared_.compute->host();
   const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
-  // Below a ZeRO-3 leaf no hooks fire: the leaf fetched this module's parameters.
-  if (spec.z3_hooks) co_await fetch_hook(module, core::Phase::kForward);  // forward pre-hook
-
-  for (const int child : spec.children) co_await forward(child);
-
-  // The module's own work runs after its children (containers: residual adds, attention core):
-  // the host launches its kernels one by one; the compute stream runs them as one span
-  // (ComputeModel::module_forward_ns), which starts after the first launch.
-  co_await launch_own_work(routed_kernel_ns(module, costs_->forward_kernel_ns[static_cast<std::size_t>(module)]),
-                           compute.host().forward_op_host_ns(), shared_.forward_label[static_cast<std::size_t>(module)]);
-  // What the module saves for backward stays allocated until its backward ran. Under
-  // checkpointing a layer keeps only its input in the first forward; its modules save their
-  // activations when backward re-runs the layer.
-  const auto m = static_cast<std::size_t>(module);
-  std::int64_t saved = routed(module, costs_->activation_bytes[m]);
-  if (shared_.inside_checkpoint_unit[m] && !recomputing_) {
-    saved = shared_.checkpoint_unit[m] ? costs_->checkpoint_input_bytes : 0;
-  }
-  if (saved > 0 && !activation_block_[m]) {
-    activation_block_[static_cast<std::size_t>(module)] = allocate(saved, compute_, module, "activations", core::MemoryUse::kActivations);
-    if (!activation_block_[static_cast<std::size_t>(module)]) co_await Halt{};
-  }
-
-  // Post-forward hooks: post_sub_module_forward_function with its release_sub_module, and the
-  // autograd Functions that will fire this module's backward hooks (set up on its inputs and
-  // outputs); all between this fetch's end and the next fetch's start, so charged as one.
-  if (!spec.z3_hooks) co_return;
+  const bool forward = phase == core::Phase::kForward;
   const TimeNs release_start = engine_.now_ns();
-  const core::Plan release_plan = coordinator_.release_sub_module(module, core::Phase::kForward);
+  const core::Plan release_plan = coordinator_.release_sub_module(module, phase);
   const TimeNs release_ns = release_host_ns(module, release_plan);
-  co_await spend(compute.host().post_forward_hook_ns() + release_ns + compute.host().backward_hook_setup_ns());
+  const TimeNs hook_ns = forward ? host.post_forward_hook_ns() : host.post_backward_hook_ns();
+  const TimeNs after_ns = forward ? host.backward_hook_setup_ns() : 0;
+  co_await spend(hook_ns + release_ns + after_ns);
   const TimeNs spent = engine_.now_ns();
-  Context release_context{core::Phase::kForward, module, nullptr};
+  Context release_context{phase, module, nullptr};
   co_await execute(release_plan, release_context);
   host_span(shared_.label_hook_release, release_start);
-  post_hook_frames(core::Phase::kForward, release_start, spent, engine_.now_ns(), compute.host().post_forward_hook_ns(),
-                   release_ns, compute.host().backward_hook_setup_ns(), static_cast<std::int64_t>(spec.param_ids.size()),
-                   freed_params(release_plan));
-}
-
-HostTask RankProcess::backward(int module) {
-  if (skipped(module)) co_return;
-  if (shared_.checkpoint_unit[static_cast<std::size_t>(module)]) {
-    // torch.utils.checkpoint: the layer's forward runs again (its hooks fire, so DeepSpeed
-    // fetches its parameters again) before its backward; the kept input goes, the full
-    // activations come back.
-    if (auto& input = activation_block_[static_cast<std::size_t>(module)]) {
-      memory_->free(*input, engine_.now_ns());
-      input.reset();
-    }
-    recomputing_ = true;
-    co_await forward(module);
-    recomputing_ = false;
-  }
-  const auto& compute = *shared_.compute;
-  const auto& spec = shared_.scenario->model.modules[static_cast<std::size_t>(module)];
-  if (spec.z3_hooks) co_await fetch_hook(module, core::Phase::kBackward);  // pre-backward hook: the output's gradient arrived
-
-  // Own backward (data and weight gradients), then this module's gradient hooks; children
-  // follow in reverse execution order (autograd order).
-  co_await launch_own_work(routed_kernel_ns(module, costs_->backward_kernel_ns[static_cast<std::size_t>(module)]),
-                           compute.host().backward_op_host_ns(), shared_.backward_label[static_cast<std::size_t>(module)]);
-  if (auto& saved = activation_block_[static_cast<std::size_t>(module)]) {
-    memory_->free(*saved, engine_.now_ns());  // compute stream: reusable by later kernels at once
-    saved.reset();
-  }
-  // A ZeRO-3 leaf reduces its whole subtree's gradients once its backward is done (stage3.py).
-  if (!spec.z3_leaf) co_await gradients_ready(module);
-  for (auto it = spec.children.rbegin(); it != spec.children.rend(); ++it) co_await backward(*it);
-  if (spec.z3_leaf) co_await gradients_ready(module);
-  if (!spec.z3_hooks) co_return;
-
-  // No post-backward hook for a module fed only token ids: its parameters stay gathered until
-  // the optimizer step releases everything (core::ModuleSpec::post_backward_hook_fires).
-  if (!spec.post_backward_hook_fires) co_return;
-  const TimeNs release_start = engine_.now_ns();
-  const core::Plan release_plan = coordinator_.release_sub_module(module, core::Phase::kBackward);
-  const TimeNs release_ns = release_host_ns(module, release_plan);
-  co_await spend(compute.host().post_backward_hook_ns() + release_ns);
-  const TimeNs spent = engine_.now_ns();
-  Context release_context{core::Phase::kBackward, module, nullptr};
-  co_await execute(release_plan, release_context);
-  host_span(shared_.label_hook_release, release_start);
-  post_hook_frames(core::Phase::kBackward, release_start, spent, engine_.now_ns(), compute.host().post_backward_hook_ns(),
-                   release_ns, 0, static_cast<std::int64_t>(spec.param_ids.size()), freed_params(release_plan));
+  post_hook_frames(phase, release_start, spent, engine_.now_ns(), hook_ns, release_ns, after_ns,
+                   static_cast<std::int64_t>(spec.param_ids.size()), freed_params(release_plan));
 }
 
 // release_sub_module's host cost: per call, per parameter of the module, per parameter the plan
@@ -642,42 +639,26 @@ std::int64_t RankProcess::freed_params(const core::Plan& plan) {
   return freed;
 }
 
-// Per-parameter grad hooks (stage3.py): a parameter's gradient is final after its last use
-// in backward (a tied weight: its second use). Each goes into the IPG bucket; a bucket that
-// would overflow reduce_bucket_size is flushed first.
-HostTask RankProcess::gradients_ready(int module) {
-  const core::Scenario& scenario = *shared_.scenario;
-  const auto& spec = scenario.model.modules[static_cast<std::size_t>(module)];
-  bool waited = false;
-  for (const int p : spec.param_ids) {
-    if (--grad_uses_left_[static_cast<std::size_t>(p)] != 0) continue;
-    const std::int64_t numel = scenario.model.params[static_cast<std::size_t>(p)].numel;
-    if (bucket_.must_flush_before(numel)) {
-      co_await flush_reduce_bucket(module);
-      waited = false;
-    }
-    if (!waited) {  // the reduce stream first waits for the compute stream
-      wait(*reduce_scatter_, record(compute_));
-      waited = true;
-    }
-    // The parameter's gradient, produced by this module's backward on the compute stream.
-    const auto grad = allocate(numel * dtype_bytes_, compute_, module, "a gradient", core::MemoryUse::kGradients);
-    if (!grad) co_await Halt{};
-    if (scenario.zero.contiguous_gradients) {
-      launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(numel * dtype_bytes_), shared_.label_bucket_copy);
-      // Copied into the contiguous bucket: free once the reduce stream has read it.
-      memory_->free_after(*grad, *reduce_scatter_, engine_.now_ns());
-    } else {
-      grads_in_bucket_.push_back(*grad);  // reduced from where it lies, freed after the flush
-    }
-    bucket_.add(p, numel);
+// A parameter's gradient is final (core::RankProgram's per-parameter grad hook): produced by
+// its module's backward on the compute stream, then copied into the contiguous IPG bucket on the
+// reduce stream, or reduced from where it lies.
+HostTask RankProcess::gradient_ready(const core::ProgramStep& step) {
+  const auto grad =
+      allocate(step.numel * dtype_bytes_, compute_, step.module, "a gradient", core::MemoryUse::kGradients);
+  if (!grad) co_await Halt{};
+  if (shared_.scenario->zero.contiguous_gradients) {
+    launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(step.numel * dtype_bytes_), shared_.label_bucket_copy);
+    // Copied into the contiguous bucket: free once the reduce stream has read it.
+    memory_->free_after(*grad, *reduce_scatter_, engine_.now_ns());
+  } else {
+    grads_in_bucket_.push_back(*grad);  // reduced from where it lies, freed after the flush
   }
 }
 
-HostTask RankProcess::flush_reduce_bucket(int module) {
+HostTask RankProcess::flush_reduce_bucket(int module, std::span<const int> params) {
   const core::Scenario& scenario = *shared_.scenario;
   const TimeNs flush_start = engine_.now_ns();
-  const auto bucket_params = static_cast<std::int64_t>(bucket_.params().size());
+  const auto bucket_params = static_cast<std::int64_t>(params.size());
   // Host throttle identical to the fetch path (stage3.py, max_param_reduce_events).
   if (const auto oldest = core::event_to_synchronize(reduce_events_, core::kMaxParamReduceEvents,
                                                      [&](std::int32_t e) { return events_.signaled(e); })) {
@@ -686,10 +667,10 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
   }
   // DeepSpeed's reduce path: one collective call, and its per-parameter slicing and partition
   // bookkeeping.
-  co_await spend(shared_.compute->host().reduce_scatter_ns(static_cast<std::int64_t>(bucket_.params().size())));
+  co_await spend(shared_.compute->host().reduce_scatter_ns(bucket_params));
   std::int64_t padded_numel = 0;
   std::int64_t numel = 0;
-  for (const int p : bucket_.params()) {
+  for (const int p : params) {
     const std::int64_t n = scenario.model.params[static_cast<std::size_t>(p)].numel;
     numel += n;
     padded_numel += (n + world_size_ - 1) / world_size_ * world_size_;
@@ -703,7 +684,7 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
   // divisible tensor is there "to avoid a memory allocation". The padding pieces (torch.empty of
   // less than world-size elements each) are not modelled.
   std::optional<core::BlockHandle> flat;
-  if (!(bucket_.params().size() == 1 && padded_numel == numel)) {
+  if (!(params.size() == 1 && padded_numel == numel)) {
     flat = allocate(bytes, *reduce_scatter_, module, "a reduce-scatter bucket", core::MemoryUse::kGradients);
     if (!flat) co_await Halt{};
     launch_kernel(*reduce_scatter_, shared_.compute->copy_ns(bytes), shared_.label_bucket_copy);
@@ -717,7 +698,7 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
     call.iteration = current_->iteration;
     call.label = shared_.kind_label[3];
     call.phase = 1;
-    if (shared_.trace->records_rank(rank_)) call.param_ids = bucket_.params();
+    if (shared_.trace->records_rank(rank_)) call.param_ids.assign(params.begin(), params.end());
     std::int32_t done = -1;
     issue_collective(*reduce_scatter_, call, done);
     wait(*reduce_scatter_, done);
@@ -742,7 +723,6 @@ HostTask RankProcess::flush_reduce_bucket(int module) {
   if (flat) memory_->free_after(*flat, *reduce_scatter_, engine_.now_ns());
   for (const auto grad : grads_in_bucket_) memory_->free_after(grad, *reduce_scatter_, engine_.now_ns());
   grads_in_bucket_.clear();
-  bucket_.clear();
 }
 
 HostTask RankProcess::execute(const core::Plan& plan, Context& context) {

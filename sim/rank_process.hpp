@@ -8,12 +8,13 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "core/zero/coordinator.hpp"
 #include "core/control/prefetch_controller.hpp"
 #include "core/scenario/random_stream.hpp"
-#include "core/zero/reduce_bucket.hpp"
+#include "core/zero/rank_program.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/skipped_modules.hpp"
 #include "core/scenario/expert_routing.hpp"
@@ -159,6 +160,8 @@ class RankProcess final : public StreamObserver {
   const std::optional<std::string>& out_of_memory() const { return out_of_memory_; }
   const core::Coordinator& coordinator() const { return coordinator_; }
   Stream& compute_stream() { return compute_; }
+  // Appends each iteration's program steps to `journal` (core::RankProgram::journal_into).
+  void journal_steps(std::vector<std::string>* journal) { program_.journal_into(journal); }
   // DeepSpeed's Python frames so far (SharedRankContext::deepspeed_frames; else empty).
   const HostFrameLog& deepspeed_frames() const { return frames_; }
 
@@ -185,13 +188,14 @@ class RankProcess final : public StreamObserver {
   };
 
   HostTask run_iteration(std::int32_t iteration);
+  HostTask run_step(const core::ProgramStep& step);
+  const std::vector<char>& skipped_modules();
   HostTask fetch_hook(int module, core::Phase phase);
   // Launches a module's own work: one launch per kernel, `launch_ns` apart on the host, and one
   // span on the compute stream after the first (ComputeModel::stream_ns, given the stream's
   // backlog at that moment, so issue stalls the queued work hides are not charged).
   HostTask launch_own_work(const std::vector<TimeNs>& kernel_ns, TimeNs launch_ns, std::int32_t label);
-  HostTask forward(int module);
-  HostTask backward(int module);
+  HostTask release_hook(int module, core::Phase phase);
   TimeNs release_host_ns(int module, const core::Plan& release_plan) const;
   static std::int64_t freed_params(const core::Plan& release_plan);  // the parameters it partitions
   HostTask execute(const core::Plan& plan, Context& context);
@@ -200,7 +204,7 @@ class RankProcess final : public StreamObserver {
   // synchronises the waiting stream.
   HostTask copy_up_without_gather(const core::Gather& gather, int module);
   HostTask wait_without_gather(Stream& stream, core::WaitContext wait_context, core::Phase phase);
-  HostTask gradients_ready(int module);
+  HostTask gradient_ready(const core::ProgramStep& step);
   HostTask allocate_model_states();
   // Allocates through the caching allocator; on OOM records where and stops the world (the
   // caller then halts its host task with `co_await Halt{}`).
@@ -210,7 +214,7 @@ class RankProcess final : public StreamObserver {
   // Contract of core/control/prefetch_controller.hpp, steps 1-3, at reset_step.
   HostTask update_controller(std::int32_t iteration);
   void deliver_samples(std::int32_t iteration);
-  HostTask flush_reduce_bucket(int module);  // `module`: whose hook flushes (names an OOM)
+  HostTask flush_reduce_bucket(int module, std::span<const int> params);  // `module`: whose hook flushes (names an OOM)
   // Awaitables, not coroutines: these run on every hook and launch, so they must not allocate.
   EventTable::HostWait host_sync(std::int32_t event) { return events_.host_wait(event); }
   SleepFor spend(TimeNs host_ns) { return SleepFor{engine_, resumer_, noisy_host_ns(host_ns)}; }
@@ -224,7 +228,6 @@ class RankProcess final : public StreamObserver {
   // sat drained meanwhile — exposed communication that no stream wait shows.
   HostTask host_sync_on_comm(std::int32_t event, TimeNs* idle_ns);
 
-  bool skipped(int module) const;
   // MoE: the module's kernels (or activation bytes) for this iteration's routed tokens.
   const std::vector<TimeNs>& routed_kernel_ns(int module, const std::vector<TimeNs>& kernel_ns);
   std::int64_t routed(int module, std::int64_t value) const;
@@ -283,14 +286,15 @@ class RankProcess final : public StreamObserver {
   std::deque<std::int32_t> ongoing_fetch_events_;           // DeepSpeed __ongoing_fetch_events
   std::deque<std::int32_t> reduce_events_;                  // stage3 param reduce events
   std::int64_t gathered_bytes_ = 0;
-  // IPG gradient bucket (one per communication dtype; every parameter here shares one dtype).
-  core::ReduceBucket bucket_;
-  std::vector<int> grad_uses_left_;
+  // DeepSpeed's host program: the steps of each iteration (one IPG gradient bucket per
+  // communication dtype; every parameter here shares one dtype).
+  core::RankProgram program_;
+  std::vector<char> skipped_modules_;  // this iteration's (skipped_modules())
+  TimeNs iteration_host_start_ns_ = 0;
   std::unique_ptr<RankMemory> memory_;
   std::optional<std::string> out_of_memory_;
   std::vector<std::optional<core::BlockHandle>> param_block_;       // gathered tensor per param
   std::vector<std::optional<core::BlockHandle>> activation_block_;  // saved activations per module
-  bool recomputing_ = false;  // inside a checkpointed layer's forward re-run during backward
   std::vector<core::BlockHandle> grads_in_bucket_;                  // freed after their bucket copy
   std::vector<std::int64_t> module_tokens_;  // MoE: this iteration's tokens per module (-1: not an expert)
   std::vector<TimeNs> routed_kernel_ns_;     // routed_kernel_ns's buffer

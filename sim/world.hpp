@@ -98,6 +98,11 @@ class World final : public EventHandler, public CollectiveListener {
   const HostFrameLog& deepspeed_frames(int rank) const {
     return ranks_[static_cast<std::size_t>(rank)]->deepspeed_frames();
   }
+  // Before run(): simulated rank `rank`'s program steps, each iteration's as it starts
+  // (core::RankProgram::journal_into); for tests that hold the backends against each other.
+  void journal_steps(int rank, std::vector<std::string>* journal) {
+    ranks_[static_cast<std::size_t>(rank)]->journal_steps(journal);
+  }
   const LabelTable& labels() const { return labels_; }
   const Communicator& communicator() const { return *communicator_; }
   const core::Scenario& scenario() const { return scenario_; }

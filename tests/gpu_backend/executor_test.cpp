@@ -665,6 +665,55 @@ TEST(Executor, CollectivesMatchTheSimulatorWithCheckpointingOffloadAndDivergence
   EXPECT_GT(b.metrics.iterations[0].gathered_numel, a.metrics.iterations[0].gathered_numel);
 }
 
+// The program steps of a plan log (core::describe's lines), without the plans the executor noted
+// between them ("gather ...", "wait ...", "release 3 4", "reduce_scatter N", "optimizer_update").
+std::vector<std::string> program_steps(const std::vector<std::string>& plan_log) {
+  std::vector<std::string> steps;
+  for (const std::string& line : plan_log) {
+    const bool plan = line.rfind("gather ", 0) == 0 || line.rfind("wait ", 0) == 0 ||
+                      line.rfind("reduce_scatter ", 0) == 0 || line == "optimizer_update" ||
+                      (line.rfind("release", 0) == 0 && line.rfind("release forward", 0) != 0 &&
+                       line.rfind("release backward", 0) != 0);
+    if (!plan) steps.push_back(line);
+  }
+  return steps;
+}
+
+// One DeepSpeed program (core::RankProgram) drives both backends: on every rank the executor
+// performs exactly the steps the simulator performs, with checkpointing, offload, divergence,
+// gradient accumulation and a bucket small enough to flush mid-backward.
+TEST(Executor, BothBackendsRunTheSameProgramStepByStep) {
+  const std::vector<std::vector<std::string>> settings{
+      {"training.activation_checkpointing=true"},
+      {"zero.offload_param.device=cpu", "zero.offload_optimizer.device=cpu", "zero.contiguous_gradients=false"},
+      {"divergence"},
+      {"training.grad_accum=2", "zero.reduce_bucket_size=3000"}};
+  for (const std::vector<std::string>& setting : settings) {
+    SCOPED_TRACE(setting.front());
+    std::vector<std::string> overrides{"training.iterations=4"};
+    if (setting.front() != "divergence") overrides.insert(overrides.end(), setting.begin(), setting.end());
+    pc::Scenario s = host_scenario(2, overrides);
+    if (setting.front() == "divergence") {
+      s.divergence.push_back({2, {module_index(s.model, "model.layers.1")}, {}});
+    }
+    pg::ExecutorOptions options;
+    options.record_plans = true;
+    pg::HostDeviceGroup group(device_options(s));
+    const pg::ExecutorResult real = pg::Executor(s, group, options).run();
+    ASSERT_EQ(real.status, pc::RunStatus::kOk) << real.message;
+    prefetchlab::sim::World world(s, false);
+    std::vector<std::vector<std::string>> simulated(2);
+    for (int r = 0; r < 2; ++r) world.journal_steps(r, &simulated[static_cast<std::size_t>(r)]);
+    ASSERT_EQ(world.run().status, pc::RunStatus::kOk);
+    for (std::size_t r = 0; r < 2; ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r));
+      const std::vector<std::string> executed = program_steps(real.plan_log[r]);
+      ASSERT_FALSE(executed.empty());
+      EXPECT_EQ(executed, simulated[r]);
+    }
+  }
+}
+
 // Ranks that take different paths issue different collectives: the real run fails as a
 // collective mismatch, as the simulator reports it (and as NCCL hangs).
 TEST(Executor, RankDivergentControlFlowIsACollectiveMismatch) {
