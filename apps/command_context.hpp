@@ -8,7 +8,7 @@
 
 namespace prefetchlab::apps {
 
-// Exit codes (docs/architecture.md, "Conventions").
+// Exit codes (documented once: docs/commands.md#exit-codes).
 enum ExitCode : int {
   kExitOk = 0,
   kExitInternalError = 1,

@@ -1,5 +1,5 @@
-// prefetchlab: one binary, one subcommand per task (docs/architecture.md). Exit codes: 0 ok, 1
-// internal error, 2 bad input, 3 collective mismatch, 4 out of memory, 5 failed expectation.
+// prefetchlab: one binary, one subcommand per task (docs/architecture.md). Exit codes:
+// apps/command_context.hpp, documented in docs/commands.md#exit-codes.
 #include <CLI/CLI.hpp>
 
 #include <string>

@@ -1,4 +1,4 @@
-// Sequence lengths that change (issue 23, item 3) through the command line: the README's
+// Sequence lengths that change (issue 23, item 3) through the command line: docs/scenarios.md's
 // compare table is the command's own output (PREFETCHLAB_UPDATE_DOCS=1 rewrites it), the claim
 // above it (the best static bucket differs between the two lengths) holds, and `run` writes the
 // per-iteration length and says the steady step is a mean, only where lengths vary.
@@ -37,27 +37,27 @@ std::string best_static(const std::string& table) {
 
 }  // namespace
 
-TEST(VariableSeqLen, ReadmeCompareTableIsTheCommandsOutput) {
-  TempDir dir("variable-seq-len-readme");
+TEST(VariableSeqLen, DocsCompareTableIsTheCommandsOutput) {
+  TempDir dir("variable-seq-len-doc");
   const auto table_file = dir.path() / "table.md";
   const auto result = run_cli("compare " + kScenario.string() + " -o " + table_file.string());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const std::string table = read_file(table_file);
-  const fs::path readme_path = kRoot / "README.md";
-  std::string readme = read_file(readme_path);
+  const fs::path doc_path = kRoot / "docs" / "scenarios.md";
+  std::string doc = read_file(doc_path);
   const std::string begin = "<!-- variable-seq-len:begin -->\n";
   const std::string end = "<!-- variable-seq-len:end -->";
-  const auto b = readme.find(begin);
-  const auto e = readme.find(end);
+  const auto b = doc.find(begin);
+  const auto e = doc.find(end);
   ASSERT_NE(b, std::string::npos);
   ASSERT_NE(e, std::string::npos);
-  const std::string current = readme.substr(b + begin.size(), e - b - begin.size());
+  const std::string current = doc.substr(b + begin.size(), e - b - begin.size());
   if (current != table && std::getenv("PREFETCHLAB_UPDATE_DOCS")) {
-    readme.replace(b + begin.size(), e - b - begin.size(), table);
-    std::ofstream(readme_path, std::ios::binary) << readme;
+    doc.replace(b + begin.size(), e - b - begin.size(), table);
+    std::ofstream(doc_path, std::ios::binary) << doc;
     return;
   }
-  EXPECT_EQ(current, table) << "README.md's variable-seq-len table is stale: rerun with PREFETCHLAB_UPDATE_DOCS=1";
+  EXPECT_EQ(current, table) << "docs/scenarios.md's variable-seq-len table is stale: rerun with PREFETCHLAB_UPDATE_DOCS=1";
   // What the text under it says.
   EXPECT_EQ(best_static(table), "2.05e+08") << table;
   EXPECT_NE(table.find("| pace_search | 5e+07 | 2e+08 |"), std::string::npos) << table;
