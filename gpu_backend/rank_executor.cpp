@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "core/zero/host_throttle.hpp"
+#include "core/zero/model_states.hpp"
 #include "core/zero/persistence.hpp"
 #include "core/scenario/scenario_coordinator.hpp"
 #include "gpu_backend/clock_consensus.hpp"
@@ -39,6 +40,8 @@ RankExecutor::RankExecutor(const core::Scenario& scenario, Device& device, const
       element_bytes_(element_bytes(type_)),
       host_epoch_(std::chrono::steady_clock::now()),
       coordinator_(scenario.model, core::coordinator_config_for(scenario)),
+      // The simulator's context (the executor's group has the scenario's world size).
+      controller_(scenario.controller, core::controller_context(scenario, device.rank())),
       persistent_(core::persistent_params(scenario.model, scenario.zero.param_persistence_threshold_numel,
                                           scenario.zero.model_persistence_threshold_numel)),
       staged_shards_(std::move(shards)),
@@ -63,9 +66,6 @@ RankExecutor::RankExecutor(const core::Scenario& scenario, Device& device, const
   }
   offload_param_ = scenario.zero.offload_param.device == core::OffloadDevice::kCpu;
   offload_optimizer_ = scenario.zero.offload_optimizer.device == core::OffloadDevice::kCpu;
-  // The simulator's context (the executor's group has the scenario's world size).
-  controller_ = core::make_prefetch_controller(scenario.controller, core::controller_context(scenario, rank_));
-  controller_->bind_columns(core::measured_sample_columns());
   if (options.record_plans) program_.journal_into(&plan_log_);  // the steps, then each one's plans
 
   const std::size_t params = model_.params.size();
@@ -213,19 +213,18 @@ DeviceSpan RankExecutor::ws(const DeviceBuffer& buffer, std::int64_t numel) cons
 
 // --- setup ---
 
-// ZeRO-3's resident model states, in the order and sizes sim/rank_process.cpp allocates them
-// (Rajbhandari et al. 2020; DeepSpeed's stage3.py; offloaded states live in host memory instead),
-// then the workspace the real kernels read and write.
+// ZeRO-3's resident model states, as core/zero/model_states.hpp lists them (the simulator
+// allocates the same, in the same order; offloaded states live in host memory instead), then the
+// workspace the real kernels read and write.
 void RankExecutor::allocate_model_states() {
-  if (!offload_param_) shards_ = allocate(shard_numel_ * element_bytes_, compute_, "parameter shards");
-  if (!offload_optimizer_) {
-    master_ = allocate(shard_numel_ * 4, compute_, "fp32 master weights");
-    exp_avg_ = allocate(shard_numel_ * 4, compute_, "Adam exp_avg");
-    exp_avg_sq_ = allocate(shard_numel_ * 4, compute_, "Adam exp_avg_sq");
-  }
-  grad_partition_ = allocate(shard_numel_ * element_bytes_, compute_, "gradient partition");
-  if (scenario_.zero.contiguous_gradients) {
-    ipg_ = allocate(scenario_.zero.reduce_bucket_numel * element_bytes_, compute_, "IPG reduce bucket");
+  for (const core::ModelStateBuffer& state : core::device_model_states(scenario_.zero, shard_numel_, element_bytes_)) {
+    std::optional<DeviceBuffer>& buffer = state.state == core::ModelState::kParameterShards ? shards_
+                                          : state.state == core::ModelState::kMasterWeights ? master_
+                                          : state.state == core::ModelState::kExpAvg        ? exp_avg_
+                                          : state.state == core::ModelState::kExpAvgSq      ? exp_avg_sq_
+                                          : state.state == core::ModelState::kGradientPartition ? grad_partition_
+                                                                                                : ipg_;
+    buffer = allocate(state.bytes, compute_, state.what);
   }
   const std::int64_t ws_bytes = geometry_.workspace_numel * element_bytes_;
   input_ = allocate(ws_bytes, compute_, "activations workspace");
@@ -447,42 +446,36 @@ void RankExecutor::run_step(const core::ProgramStep& step) {
   }
 }
 
-// Contract of core/control/prefetch_controller.hpp, steps 1-3, at reset_step.
+// Contract of core/control/prefetch_controller.hpp, steps 1-3, at reset_step
+// (core::ControllerDriver).
 void RankExecutor::update_controller(int iteration) {
   doing_ = "controller update";
-  if (iteration > 1 && !controller_->decides_per_fetch()) {
-    RankIteration& previous = iterations_[static_cast<std::size_t>(iteration - 2)];
-    if (previous.samples_wanted) {
-      // The follow-up reads the previous iteration's compute-stream events (after the last).
-      if (!previous.fetches.empty()) host_sync(previous.fetches.back().end_event, SyncTag::kControllerSamples);
-      std::vector<core::FetchTiming> timings;
-      for (const auto& f : previous.fetches) {
-        timings.push_back({f.phase, event_ns(f.start_event), event_ns(f.end_event), f.host_start_ns, f.host_end_ns,
-                           f.peak_reserved_bytes});
-      }
-      core::deliver_samples(*controller_, iteration - 1, rank_, timings, previous.invalidated_after);
+  if (controller_.previous_samples_due(iteration)) {
+    const RankIteration& previous = iterations_[static_cast<std::size_t>(iteration - 2)];
+    // The follow-up reads the previous iteration's compute-stream events (after the last).
+    if (!previous.fetches.empty()) host_sync(previous.fetches.back().end_event, SyncTag::kControllerSamples);
+    std::vector<core::FetchTiming> timings;
+    for (const auto& f : previous.fetches) {
+      timings.push_back({f.phase, event_ns(f.start_event), event_ns(f.end_event), f.host_start_ns, f.host_end_ns,
+                         f.peak_reserved_bytes});
     }
+    controller_.deliver_previous(iteration, timings);
   }
-  if (std::optional<core::Proposal> proposal = controller_->begin_iteration(iteration, current_->trace_mode)) {
-    const core::Agreement agreement = controller_->agreement();
-    if (agreement == core::Agreement::kNone || world_size_ == 1) {
-      controller_->apply(*proposal);
-    } else {
-      // {invalid, values...} through a real all-reduce: MAX, or rank 0's values as a SUM in
-      // which every other rank contributes zeros (a broadcast).
-      std::vector<double> payload{proposal->invalid ? 1.0 : 0.0};
-      payload.insert(payload.end(), proposal->values.begin(), proposal->values.end());
-      const bool broadcast = agreement == core::Agreement::kBroadcastRank0;
-      if (broadcast && rank_ != 0) std::fill(payload.begin(), payload.end(), 0.0);
-      const std::vector<double> agreed = agree_on_device(payload, broadcast ? ReduceOp::kSum : ReduceOp::kMax, SyncTag::kAgreement);
-      core::Proposal result;
-      result.invalid = agreed[0] != 0.0;
-      result.values.assign(agreed.begin() + 1, agreed.end());
-      controller_->apply(result);
-    }
+  if (std::optional<core::Proposal> proposal = controller_.propose(iteration, current_->trace_mode)) {
+    // {invalid, values...} through a real all-reduce: MAX, or rank 0's values as a SUM in
+    // which every other rank contributes zeros (a broadcast).
+    std::vector<double> payload{proposal->invalid ? 1.0 : 0.0};
+    payload.insert(payload.end(), proposal->values.begin(), proposal->values.end());
+    const bool broadcast = controller_.agreement() == core::Agreement::kBroadcastRank0;
+    if (broadcast && rank_ != 0) std::fill(payload.begin(), payload.end(), 0.0);
+    const std::vector<double> agreed = agree_on_device(payload, broadcast ? ReduceOp::kSum : ReduceOp::kMax, SyncTag::kAgreement);
+    core::Proposal result;
+    result.invalid = agreed[0] != 0.0;
+    result.values.assign(agreed.begin() + 1, agreed.end());
+    controller_.apply_agreed(result);
   }
-  coordinator_.set_prefetch_bucket_numel(controller_->bucket_numel());
-  current_->samples_wanted = controller_->wants_samples();
+  coordinator_.set_prefetch_bucket_numel(controller_.start_fetches());
+  current_->samples_wanted = controller_.samples_wanted();
 }
 
 std::vector<double> RankExecutor::agree_on_device(const std::vector<double>& values, ReduceOp op, SyncTag tag) {
@@ -530,21 +523,15 @@ void RankExecutor::take_fetch_end_sample(Context& context) {
   context.fetch.reset();
 }
 
+// Contract steps 3 (per-fetch policies) and 4 (core::ControllerDriver).
 void RankExecutor::after_fetch(const core::FetchInfo& info) {
-  const std::size_t index = current_->fetches.size() - 1;
-  if (controller_->decides_per_fetch() && current_->samples_wanted) {
-    std::vector<core::FetchTiming> timings;
+  std::vector<core::FetchTiming> timings;
+  if (controller_.reads_fetch_timings()) {
     for (const auto& f : current_->fetches) timings.push_back({f.phase, 0, 0, f.host_start_ns, f.host_end_ns, f.peak_reserved_bytes});
-    if (const auto sample = core::host_sample_at_fetch_end(current_->iteration, rank_, timings, index)) {
-      if (const auto bucket = controller_->observe(*sample)) coordinator_.set_prefetch_bucket_numel(*bucket);
-    }
   }
-  if (info.trace_invalidated) {
-    if (controller_->decides_per_fetch() || !current_->samples_wanted) {
-      controller_->on_trace_invalidated();
-    } else {
-      current_->invalidated_after.push_back(index);  // delivered with the samples
-    }
+  if (const auto bucket = controller_.after_fetch(current_->iteration, current_->fetches.size() - 1, timings,
+                                                  info.trace_invalidated)) {
+    coordinator_.set_prefetch_bucket_numel(*bucket);
   }
 }
 

@@ -15,7 +15,7 @@
 #include "core/model/checkpoint_units.hpp"
 #include "core/zero/coordinator.hpp"
 #include "core/control/fetch_samples.hpp"
-#include "core/control/prefetch_controller.hpp"
+#include "core/control/controller_driver.hpp"
 #include "core/zero/rank_program.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/skipped_modules.hpp"
@@ -68,7 +68,6 @@ struct RankIteration {
   // on the all-gather stream; the host's fetch-throttle and no-gather waits).
   std::vector<std::pair<EventId, EventId>> stall_waits[2];
   bool samples_wanted = false;
-  std::vector<std::size_t> invalidated_after;
 };
 
 class OutOfMemoryFailure : public std::runtime_error {
@@ -201,7 +200,7 @@ class RankExecutor final : public RankInspector {
   EventId first_start_event_ = -1;   // iteration 1 starts once the clocks are aligned
 
   core::Coordinator coordinator_;
-  std::unique_ptr<core::PrefetchController> controller_;
+  core::ControllerDriver controller_;
   std::vector<bool> persistent_;
 
   // Model states and workspace.

@@ -5,6 +5,7 @@
 
 #include "core/control/fetch_samples.hpp"
 #include "core/metrics/exposed_comm.hpp"
+#include "core/zero/model_states.hpp"
 #include "core/zero/host_throttle.hpp"
 #include "core/scenario/scenario_coordinator.hpp"
 
@@ -69,6 +70,7 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
       reduce_scatter_stream_(engine, events_, *this, rank, StreamKind::kReduceScatter),
       nccl_(engine, events_, *this, rank, StreamKind::kNccl),
       coordinator_(shared.scenario->model, core::coordinator_config_for(*shared.scenario, shared.persistent)),
+      controller_(shared.scenario->controller, core::controller_context(*shared.scenario, rank)),
       world_size_(shared.scenario->cluster.world_size()),
       dtype_bytes_(core::dtype_bytes(shared.scenario->training.dtype)),
       param_resident_bytes_(shared.scenario->model.params.size(), 0),
@@ -84,10 +86,8 @@ RankProcess::RankProcess(int rank, EventEngine& engine, CoroutineResumer& resume
   if (shared.shared_cores) {
     for (Stream* s : {&compute_, &all_gather_stream_, &reduce_scatter_stream_}) s->share_cores(shared.shared_cores);
   }
-  controller_ = core::make_prefetch_controller(shared.scenario->controller, core::controller_context(*shared.scenario, rank));
   param_block_.resize(shared.scenario->model.params.size());
   activation_block_.resize(shared.scenario->model.modules.size());
-  controller_->bind_columns(core::measured_sample_columns());
   // overlap_comm=false puts DeepSpeed's all-gather and reduce "streams" on the default stream
   // (DeepSpeed's parameter_offload.py and stage3.py).
   const bool overlap = shared.scenario->zero.overlap_comm;
@@ -133,29 +133,11 @@ void RankProcess::track_memory_peaks() {
   current_->peak_reserved_bytes = std::max(current_->peak_reserved_bytes, memory_->reserved_bytes());
 }
 
-// ZeRO-3's resident model states (Rajbhandari et al. 2020; DeepSpeed's stage3.py): this rank's bf16
-// parameter shards, fp32 master weights and Adam moments (unless offloaded), the flat gradient
-// partition, and the contiguous IPG reduce bucket — one flat tensor each, as DeepSpeed allocates.
+// ZeRO-3's resident model states, as core/zero/model_states.hpp lists them.
 HostTask RankProcess::allocate_model_states() {
   const core::Scenario& scenario = *shared_.scenario;
-  std::int64_t shard_numel = 0;
-  for (const auto& param : scenario.model.params) shard_numel += (param.numel + world_size_ - 1) / world_size_;
-  struct State {
-    const char* what;
-    std::int64_t bytes;
-    bool resident;
-  };
-  const bool optimizer_on_gpu = scenario.zero.offload_optimizer.device == core::OffloadDevice::kNone;
-  const State states[] = {
-      {"parameter shards", shard_numel * dtype_bytes_, scenario.zero.offload_param.device == core::OffloadDevice::kNone},
-      {"fp32 master weights", shard_numel * 4, optimizer_on_gpu},
-      {"Adam exp_avg", shard_numel * 4, optimizer_on_gpu},
-      {"Adam exp_avg_sq", shard_numel * 4, optimizer_on_gpu},
-      {"gradient partition", shard_numel * dtype_bytes_, true},
-      {"IPG reduce bucket", scenario.zero.reduce_bucket_numel * dtype_bytes_, scenario.zero.contiguous_gradients},
-  };
-  for (const State& state : states) {
-    if (!state.resident || state.bytes == 0) continue;
+  for (const core::ModelStateBuffer& state : core::device_model_states(
+           scenario.zero, core::partition_numel(scenario.model, world_size_), dtype_bytes_)) {
     if (!allocate(state.bytes, compute_, -1, state.what, core::MemoryUse::kModelStates)) co_await Halt{};
   }
 }
@@ -164,7 +146,7 @@ void RankProcess::forget_before_iteration(std::int32_t i) {
   RankIteration& it = iterations_[static_cast<std::size_t>(i - 1)];
   it.end_ns = events_.signaled_ns(it.iteration_end_event);  // the next iteration's start
   // A batch controller still has to read this iteration's samples at the next reset_step.
-  if (it.samples_wanted && !controller_->decides_per_fetch()) return;
+  if (it.samples_wanted && !controller_.controller().decides_per_fetch()) return;
   std::vector<RankIteration::Fetch>().swap(it.fetches);
   // The kept times of this iteration and before go: the world has read them all. (The events
   // themselves went as they were signalled.)
@@ -335,30 +317,28 @@ std::int64_t RankProcess::issue_collective(Stream& user_stream, const Collective
   return seq;
 }
 
-// The end of a fetch on the host: per-fetch policies see the host-timer sample now (device
-// events are not readable without a synchronisation, which the original PR never does), and a
-// trace invalidation is reported right after that sample (contract steps 3-4).
+// The end of a fetch on the host: contract steps 3 (per-fetch policies) and 4, as
+// core::ControllerDriver says.
 void RankProcess::after_fetch(const core::FetchInfo& info) {
   const std::size_t index = current_->fetches.size() - 1;
-  if (controller_->decides_per_fetch() && current_->samples_wanted) {
-    // Only this fetch and its previous same-phase one matter: no copy of the whole iteration.
+  if (info.trace_invalidated) ++current_->trace_invalidations;
+  // A per-fetch policy reads only this fetch and its previous same-phase one: no copy of the
+  // whole iteration.
+  core::FetchTiming timings[2];
+  std::span<const core::FetchTiming> read;
+  if (controller_.reads_fetch_timings()) {
     const RankIteration::Fetch& fetch = current_->fetches[index];
+    timings[1] = timing_of(fetch, nullptr);
+    read = std::span<const core::FetchTiming>(timings + 1, 1);
     for (std::size_t f = index; f-- > 0;) {
       if (current_->fetches[f].phase != fetch.phase) continue;
-      const core::FetchTiming timings[2] = {timing_of(current_->fetches[f], nullptr), timing_of(fetch, nullptr)};
-      if (const auto sample = core::host_sample_at_fetch_end(current_->iteration, rank_, timings, 1)) {
-        if (const auto bucket = controller_->observe(*sample)) coordinator_.set_prefetch_bucket_numel(*bucket);
-      }
+      timings[0] = timing_of(current_->fetches[f], nullptr);
+      read = std::span<const core::FetchTiming>(timings, 2);
       break;
     }
   }
-  if (info.trace_invalidated) {
-    ++current_->trace_invalidations;
-    if (controller_->decides_per_fetch() || !current_->samples_wanted) {
-      controller_->on_trace_invalidated();
-    } else {
-      current_->invalidated_after.push_back(index);  // delivered with the samples
-    }
+  if (const auto bucket = controller_.after_fetch(current_->iteration, index, read, info.trace_invalidated)) {
+    coordinator_.set_prefetch_bucket_numel(*bucket);
   }
 }
 
@@ -516,48 +496,36 @@ std::vector<core::TimingSample> RankProcess::samples_of(std::int32_t i) const {
   return core::timing_samples(i, rank_, timings_of(iteration(i), &events_));
 }
 
-// Samples of an iteration go to the controller in fetch order, with each trace invalidation
-// right after its fetch's sample (contract steps 3-4).
-void RankProcess::deliver_samples(std::int32_t i) {
-  const RankIteration& it = iteration(i);
-  core::deliver_samples(*controller_, i, rank_, timings_of(it, &events_), it.invalidated_after);
-}
-
+// Contract of core/control/prefetch_controller.hpp, steps 1-3, at reset_step
+// (core::ControllerDriver).
 HostTask RankProcess::update_controller(std::int32_t iteration) {
   // Step 3 for the previous iteration (batch policies): its samples, read from device events
   // after a host synchronisation on the last one, as the follow-up's update() does.
-  if (iteration > 1 && !controller_->decides_per_fetch()) {
-    RankIteration& previous = iterations_[static_cast<std::size_t>(iteration - 2)];
-    if (previous.samples_wanted) {
-      if (!previous.fetches.empty() && previous.fetches.back().end_event >= 0) {
-        co_await host_sync(previous.fetches.back().end_event);
-      }
-      deliver_samples(iteration - 1);
+  if (controller_.previous_samples_due(iteration)) {
+    const RankIteration& previous = iterations_[static_cast<std::size_t>(iteration - 2)];
+    if (!previous.fetches.empty() && previous.fetches.back().end_event >= 0) {
+      co_await host_sync(previous.fetches.back().end_event);
     }
+    controller_.deliver_previous(iteration, timings_of(previous, &events_));
   }
   // Step 1: an update point proposes; ranks agree through a small collective.
-  if (std::optional<core::Proposal> proposal = controller_->begin_iteration(iteration, current_->trace_mode)) {
-    const core::Agreement agreement = controller_->agreement();
-    if (agreement == core::Agreement::kNone || world_size_ == 1) {
-      controller_->apply(*proposal);
-    } else {
-      const std::int64_t round = agreement_rounds_++;
-      const auto values = static_cast<std::int64_t>(proposal->values.size());
-      shared_.agreement->post(round, rank_, std::move(*proposal));
-      CollectiveCall call;
-      call.kind = CollectiveKind::kAllReduce;  // a broadcast costs about the same at 8 bytes a value
-      call.bytes = 8 * (1 + values);
-      call.iteration = iteration;
-      call.label = shared_.kind_label[5];
-      std::int32_t done = -1;
-      issue_collective(compute_, call, done);
-      co_await host_sync_on_comm(done, &current_->host_wait_idle_ns);  // .item() on the result
-      controller_->apply(shared_.agreement->agreed(round, agreement, rank_));
-    }
+  if (std::optional<core::Proposal> proposal = controller_.propose(iteration, current_->trace_mode)) {
+    const std::int64_t round = agreement_rounds_++;
+    const auto values = static_cast<std::int64_t>(proposal->values.size());
+    shared_.agreement->post(round, rank_, std::move(*proposal));
+    CollectiveCall call;
+    call.kind = CollectiveKind::kAllReduce;  // a broadcast costs about the same at 8 bytes a value
+    call.bytes = 8 * (1 + values);
+    call.iteration = iteration;
+    call.label = shared_.kind_label[5];
+    std::int32_t done = -1;
+    issue_collective(compute_, call, done);
+    co_await host_sync_on_comm(done, &current_->host_wait_idle_ns);  // .item() on the result
+    controller_.apply_agreed(shared_.agreement->agreed(round, controller_.agreement(), rank_));
   }
   // Step 2.
-  coordinator_.set_prefetch_bucket_numel(controller_->bucket_numel());
-  current_->samples_wanted = controller_->wants_samples();
+  coordinator_.set_prefetch_bucket_numel(controller_.start_fetches());
+  current_->samples_wanted = controller_.samples_wanted();
 }
 
 // A module's fetch hook (pre_sub_module_*_function + fetch_sub_module): the sample window opens

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/zero/coordinator.hpp"
-#include "core/control/prefetch_controller.hpp"
+#include "core/control/controller_driver.hpp"
 #include "core/scenario/random_stream.hpp"
 #include "core/zero/rank_program.hpp"
 #include "core/scenario/scenario.hpp"
@@ -79,7 +79,6 @@ struct RankIteration {
   std::int32_t first_event = 0;  // the first device event this iteration created
   TimeNs end_ns = -1;            // iteration_end_event's time, kept once the world has read it
   bool samples_wanted = false;   // the controller asked for this iteration's samples
-  std::vector<std::size_t> invalidated_after;  // fetch indices whose fetch invalidated the trace
 };
 
 // Cross-rank agreement for controllers (the all-reduce MAX / broadcast of the follow-up): ranks
@@ -213,7 +212,6 @@ class RankProcess final : public StreamObserver {
   void track_memory_peaks();
   // Contract of core/control/prefetch_controller.hpp, steps 1-3, at reset_step.
   HostTask update_controller(std::int32_t iteration);
-  void deliver_samples(std::int32_t iteration);
   HostTask flush_reduce_bucket(int module, std::span<const int> params);  // `module`: whose hook flushes (names an OOM)
   // Awaitables, not coroutines: these run on every hook and launch, so they must not allocate.
   EventTable::HostWait host_sync(std::int32_t event) { return events_.host_wait(event); }
@@ -269,7 +267,7 @@ class RankProcess final : public StreamObserver {
   Stream* all_gather_;      // == &compute_ when overlap_comm is false
   Stream* reduce_scatter_;  // idem
   core::Coordinator coordinator_;
-  std::unique_ptr<core::PrefetchController> controller_;
+  core::ControllerDriver controller_;
   std::int64_t agreement_rounds_ = 0;
   std::int64_t world_size_;
   std::int64_t dtype_bytes_;
