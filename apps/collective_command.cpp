@@ -17,7 +17,7 @@
 #include "core/hardware/nccl_tests_log.hpp"
 #include "core/input/size_value.hpp"
 #include "nccl_tests_table.hpp"
-#include "sim/nccl_tuner_cost_model.hpp"
+#include "sim/cost/nccl_tuner_cost_model.hpp"
 
 namespace prefetchlab::apps {
 namespace {

@@ -16,7 +16,7 @@
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
 #include "core/scenario/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 #include "parallel_runner.hpp"
 #include "static_bucket_grid.hpp"
 

@@ -7,8 +7,8 @@
 #include "core/hardware/device_memory_budget.hpp"
 #include "core/hardware/hardware_derived.hpp"
 #include "core/model/checkpoint_units.hpp"
-#include "sim/compute_model.hpp"
-#include "sim/zero_step_costs.hpp"
+#include "sim/cost/compute_model.hpp"
+#include "sim/cost/zero_step_costs.hpp"
 
 namespace prefetchlab::apps {
 namespace {

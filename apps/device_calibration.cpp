@@ -28,7 +28,7 @@
 #include "core/scenario/scenario.hpp"
 #include "measured_collectives.hpp"
 #include "process_job.hpp"
-#include "sim/compute_model.hpp"
+#include "sim/cost/compute_model.hpp"
 
 namespace prefetchlab::apps {
 namespace {
@@ -285,7 +285,7 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   values["host_reduce_scatter_call_us"] = fmt("%.6g", r.collective_launch_ns / 1e3);
   if (*backend == gpu::Backend::kHost) {
     // The host device's streams and collective parts are threads on this machine's cores, so
-    // its contention is processor sharing (sim/shared_cores.hpp), not a GPU's fixed factors.
+    // its contention is processor sharing (sim/ranks/shared_cores.hpp), not a GPU's fixed factors.
     // The microbenchmark above is the check: ranks GEMMs and ranks all-gather parts on `cores`.
     const int cores = usable_cpu_cores();
     const double predicted = std::max(1.0, 2.0 * o.ranks / cores) - 1;

@@ -13,7 +13,7 @@
 #include "core/hardware/nccl_tests_log.hpp"
 #include "core/scenario/scenario.hpp"
 #include "fidelity_host_cost.hpp"
-#include "sim/nccl_tuner_cost_model.hpp"
+#include "sim/cost/nccl_tuner_cost_model.hpp"
 
 namespace prefetchlab::apps {
 

@@ -3,14 +3,14 @@
 #include <algorithm>
 
 #include "core/model/model_spec.hpp"
-#include "sim/compute_model.hpp"
-#include "sim/nccl_tuner_cost_model.hpp"
+#include "sim/cost/compute_model.hpp"
+#include "sim/cost/nccl_tuner_cost_model.hpp"
 
 namespace prefetchlab::apps {
 
 double simulated_host_us(const core::HardwareProfile& profile, const core::CalibrationConstants& calibration,
                          const HostQuery& query) {
-  // One torch.distributed call as the host-cost model prices it (sim/host_cost_model.hpp): an
+  // One torch.distributed call as the host-cost model prices it (sim/cost/host_cost_model.hpp): an
   // all-gather is one all_gather_coalesced call over one tensor; a reduce-scatter is one gradient
   // reduce-scatter call's framework cost; an all-reduce is the in-place all_reduce call. Those
   // levels come from measurements of this corpus (core/hardware/calibration.hpp says which), so

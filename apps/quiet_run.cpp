@@ -2,7 +2,7 @@
 
 #include <span>
 
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace prefetchlab::apps {
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "prefetchlab/version.hpp"
-#include "sim/chrome_trace.hpp"
+#include "sim/trace/chrome_trace.hpp"
 
 namespace prefetchlab::apps {
 namespace {

@@ -20,9 +20,9 @@
 #include "core/metrics/summary_json.hpp"
 #include "core/hardware/device_memory_budget.hpp"
 #include "fidelity_band.hpp"
-#include "sim/kineto_trace.hpp"
-#include "sim/trace_json.hpp"
-#include "sim/world.hpp"
+#include "sim/export/kineto_trace.hpp"
+#include "sim/export/trace_json.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace prefetchlab::apps {
 namespace {
@@ -34,7 +34,7 @@ struct RunOptions {
   bool no_expect = false;  // --no-expect: the scenario's checks are neither run nor recorded
   std::string kineto_dir;  // --kineto-trace: also one torch.profiler-schema trace per rank here
   unsigned threads = 0;     // --threads: 0 = the CPUs this process may use
-  bool every_rank = false;  // --every-rank: no collapse of identical ranks (sim/rank_symmetry.hpp)
+  bool every_rank = false;  // --every-rank: no collapse of identical ranks (sim/ranks/rank_symmetry.hpp)
 };
 
 std::atomic<bool> g_interrupted{false};

@@ -19,9 +19,9 @@
 #include "core/scenario/scenario.hpp"
 #include "core/trace_import/trace_set.hpp"
 #include "core/trace_import/trace_summary.hpp"
-#include "sim/deepspeed_frames.hpp"
-#include "sim/kineto_trace.hpp"
-#include "sim/world.hpp"
+#include "sim/trace/deepspeed_frames.hpp"
+#include "sim/export/kineto_trace.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace prefetchlab::apps {
 namespace {

@@ -14,9 +14,9 @@
 #include "core/scenario/scenario.hpp"
 #include "core/trace_import/trace_set.hpp"
 #include "core/trace_import/trace_summary.hpp"
-#include "sim/kineto_trace.hpp"
-#include "sim/trace_json.hpp"
-#include "sim/world.hpp"
+#include "sim/export/kineto_trace.hpp"
+#include "sim/export/trace_json.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace prefetchlab::apps {
 namespace {

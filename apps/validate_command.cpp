@@ -26,9 +26,9 @@
 #include "core/zero/trace_mode.hpp"
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/executor.hpp"
-#include "sim/trace_json.hpp"
-#include "sim/trace_recorder.hpp"
-#include "sim/world.hpp"
+#include "sim/export/trace_json.hpp"
+#include "sim/trace/trace_recorder.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace prefetchlab::apps {
 namespace {

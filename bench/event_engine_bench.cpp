@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/event_engine.hpp"
+#include "sim/engine/event_engine.hpp"
 
 namespace {
 

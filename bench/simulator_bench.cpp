@@ -4,7 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include "core/scenario/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace {
 

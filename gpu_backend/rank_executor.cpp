@@ -894,7 +894,7 @@ void RankExecutor::execute_gather(const core::Gather& gather, Context& context) 
   memory.flat = allocate(flat_bytes, all_gather_, "a gathered parameter buffer");
   // Copy-in: this rank's shards into its slot of the flat buffer, on the all-gather stream.
   // With zero.offload_param the shards are in pinned host memory and cross the host link here,
-  // before the all-gather (sim/rank_process.cpp; DeepSpeed's ds_tensor.to(device) per shard,
+  // before the all-gather (sim/ranks/rank_process.cpp; DeepSpeed's ds_tensor.to(device) per shard,
   // then the cat into the slot: the copy lands in the slot directly, no temporary).
   const std::uint64_t slot_bytes = static_cast<std::uint64_t>(memory.slot_numel * element_bytes_);
   const DeviceSpan my_slot = memory.flat->span.sub(static_cast<std::uint64_t>(rank_) * slot_bytes, slot_bytes);
@@ -974,7 +974,7 @@ void RankExecutor::execute_wait(const core::Wait& wait, Context& context) {
   } else if (wait.first_on_handle && handle.alive) {
     // World size 1, a no-gather handle: its first wait synchronises the host with the stream
     // it runs under (NoGatherCoalescedHandle.wait, `current_stream().synchronize()` unless the
-    // device is synchronized; sim/no_gather_handle.cpp), then __complete makes later waits free.
+    // device is synchronized; sim/ranks/no_gather_handle.cpp), then __complete makes later waits free.
     // Inside a fetch the compute it idles is a stall; elsewhere, a host wait on communication.
     host_sync_marked(device_.record(stream), SyncTag::kNoGatherWait,
                      wait.context == core::WaitContext::kFetch ? &current_->stall_waits[static_cast<int>(context.phase)]

@@ -1,6 +1,6 @@
 #pragma once
 // One rank of gpu::Executor: its host program (DeepSpeed's hooks, in the order
-// sim/rank_process.cpp follows), executing the rank's core::Coordinator plans on its Device.
+// sim/ranks/rank_process.cpp follows), executing the rank's core::Coordinator plans on its Device.
 // Internal to executor.cpp; a header only so the pieces stay one concept per file.
 #include <chrono>
 #include <cstdint>

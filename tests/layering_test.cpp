@@ -46,7 +46,7 @@ bool is_source(const fs::path& file) {
   return ext == ".cpp" || ext == ".hpp" || ext == ".cu" || ext == ".cuh" || ext == ".h";
 }
 
-// The concept folder a tree path ("core/model/x.hpp", "sim/world.hpp") belongs to, or "" when
+// The concept folder a tree path ("core/model/x.hpp", "sim/ranks/world.hpp") belongs to, or "" when
 // it is not in one (a system or third-party header).
 std::string folder_of(const std::string& path, const std::set<std::string>& folders) {
   const auto slash = path.find('/');

@@ -12,7 +12,7 @@ row per measurement:
 - for GPT-2-XL, the MLP's GELU alone, as one fused kernel and as HF's gelu_new (eight);
 - each distinct GEMM of the layer alone (forward, dgrad, wgrad: columns m, n, k), and a probe of
   tile and wave quantization at M = K = 4096 with N from 3840 to 4608 (the simulator's model,
-  sim/compute_model.hpp, predicts 4 waves of 128 x 256 tiles on 132 SMs up to N = 4096 and 5
+  sim/cost/compute_model.hpp, predicts 4 waves of 128 x 256 tiles on 132 SMs up to N = 4096 and 5
   from N = 4224: a step down of 17% in rate), pipelined only;
 - each two ways: `synchronized` (CUDA events around one repetition, the device idle before it:
   the host's issue stalls are in the figure) and `pipelined` (repetitions back to back, one

@@ -40,7 +40,7 @@ struct CalibrationConstants {
   // measurement; default_gemm_efficiency() picks the measured one.
   double gemm_efficiency = 0.8;
   // M*N*K at which a GEMM reaches half its plateau rate (the shape-efficiency curve of
-  // sim/compute_model.hpp). Unset = the H100 sweep's fit scaled by the profile's SM count; a
+  // sim/cost/compute_model.hpp). Unset = the H100 sweep's fit scaled by the profile's SM count; a
   // measured device (calibrate --backend) sets its own, since a CPU or another GPU saturates at
   // very different sizes.
   std::optional<double> gemm_half_volume_mnk;
@@ -50,7 +50,7 @@ struct CalibrationConstants {
   double memory_efficiency = 0.87;
   // Fraction of the dense tensor peak a fused attention kernel reaches at long sequences
   // (FlashAttention-2: what torch's sdpa runs for 16-bit inputs, and the flash-attn package),
-  // forward and backward; shorter sequences reach less (sim/compute_model.hpp).
+  // forward and backward; shorter sequences reach less (sim/cost/compute_model.hpp).
   // default_attention_efficiency() picks the measured one for the GPU.
   double attention_efficiency = 0.5;
   double attention_backward_efficiency = 0.45;
@@ -83,7 +83,7 @@ struct CalibrationConstants {
   // gradient bucket copies), on top of compute_time_scale: 0 = copies fused away, as an ideal
   // implementation would; isolates the collectives themselves in studies.
   double copy_time_scale = 1.0;
-  // ---- Host costs: what each rank's host thread pays (sim/host_cost_model.hpp charges them) ----
+  // ---- Host costs: what each rank's host thread pays (sim/cost/host_cost_model.hpp charges them) ----
   //
   // How fast this machine runs the host code, relative to the GPU servers the defaults below
   // describe: every host cost (kernel_launch_ns and the host_* terms) is charged as its value
@@ -223,7 +223,7 @@ struct CalibrationConstants {
   // (core/hardware/measured_collective_curve.hpp). YAML key measured_collectives.
   std::vector<MeasuredCollectiveCurve> measured_collectives;
   // Which collective cost model the simulator uses: NCCL's tuner (protocol and algorithm
-  // choice, sim/nccl_tuner_cost_model.hpp) or the plain ring/Simple model (sim/ring_cost_model.hpp).
+  // choice, sim/cost/nccl_tuner_cost_model.hpp) or the plain ring/Simple model (sim/cost/ring_cost_model.hpp).
   enum class CollectiveModel { kNcclTuner, kRing };
   CollectiveModel collective_model = CollectiveModel::kNcclTuner;
   // Contention while a collective and compute kernels run on the same GPU: compute
@@ -262,7 +262,7 @@ struct CalibrationConstants {
   // --bind_cores_to_rank): calibrate it.
   double cpu_adam_node_elements_per_s = 3.9e9;
   // Measured throughput of the device's own Adam kernel (no offload): parameters updated per
-  // second. Unset = the memory-bound model (optimizer_step_ns in sim/compute_model.hpp), right
+  // second. Unset = the memory-bound model (optimizer_step_ns in sim/cost/compute_model.hpp), right
   // for a GPU; a device whose Adam is compute-bound sets it (calibrate --backend host: a scalar
   // CPU loop with a sqrt and divisions per element, whose time its bytes at the measured
   // memory-pass rate do not predict).

@@ -1,6 +1,6 @@
 #pragma once
 // Exposed communication: how long one rank's compute stream sat idle because of communication in
-// one iteration. The one definition both backends report (sim/world.cpp from the simulator's
+// one iteration. The one definition both backends report (sim/ranks/world.cpp from the simulator's
 // events, gpu_backend/executor.cpp from the device's), each part a span between two moments that
 // a marker on the compute stream observes (a marker completes once the stream has drained what
 // came before it, or when it is recorded, whichever is later):

@@ -2,7 +2,7 @@
 // What fills a GPU's memory at its peak: the caching allocator's reserved bytes split by what
 // the allocated blocks hold, plus what the allocator keeps cached (reserved but not allocated:
 // freed blocks awaiting reuse and fragmentation). The simulator tags every allocation with its
-// use (sim/rank_memory.hpp) and keeps the split at the moment reserved bytes last rose to their
+// use (sim/ranks/rank_memory.hpp) and keeps the split at the moment reserved bytes last rose to their
 // peak, on the rank whose peak is highest.
 #include <cstdint>
 

@@ -3,7 +3,7 @@
 // in backward. A module's own work is a list of these (ModuleSpec::kernels), in launch order, so
 // compute models can price each with its own ceiling and charge a launch per kernel.
 //
-// Kinds, each priced against a different measured ceiling (sim/compute_model.hpp):
+// Kinds, each priced against a different measured ceiling (sim/cost/compute_model.hpp):
 //   gemm       a (batched) matrix multiply: dense tensor peak x GEMM efficiency x shape fraction;
 //   attention  a fused attention kernel (FlashAttention in PyTorch's sdpa, or the flash-attn
 //              package): dense peak x the attention kernels' measured efficiency;
@@ -37,7 +37,7 @@ struct KernelSpec {
   TokenScaled gemm_volume;
   // GEMMs: the output's columns N and the reduction's length K of one launch (a Linear: its out
   // and in features), so that M = volume / (N K) and the output's tiles can be counted (tile and
-  // wave quantization: sim/compute_model.hpp). 0 = not known (eager attention's batched GEMMs):
+  // wave quantization: sim/cost/compute_model.hpp). 0 = not known (eager attention's batched GEMMs):
   // priced by volume alone.
   std::int64_t gemm_n = 0;
   std::int64_t gemm_k = 0;

@@ -2,7 +2,7 @@
 // DeepSpeed ZeRO-3 coordinator host-cost terms fitted from a real run's python_function events
 // (with_stack=True): fetch_sub_module, all_gather_coalesced and release_sub_module, each call's
 // own time regressed (median regression) on the counts the host-cost model prices
-// (core/hardware/calibration.hpp, sim/host_cost_model.hpp):
+// (core/hardware/calibration.hpp, sim/cost/host_cost_model.hpp):
 //   fetch_sub_module     = call + per_param x params + per_inflight_param x handle waits
 //                          + gather_round x __all_gather_params rounds
 //                          (own time: less its all_gather_coalesced calls and its blocking)

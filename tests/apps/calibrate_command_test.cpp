@@ -13,8 +13,8 @@
 
 #include "core/hardware/hardware_profile.hpp"
 #include "core/hardware/nccl_tests_log.hpp"
-#include "sim/collective_cost_model.hpp"
-#include "sim/nccl_tuner_cost_model.hpp"
+#include "sim/cost/collective_cost_model.hpp"
+#include "sim/cost/nccl_tuner_cost_model.hpp"
 #include "tests/support/cli_runner.hpp"
 
 namespace pc = prefetchlab::core;

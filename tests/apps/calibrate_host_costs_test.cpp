@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kHeader = "call,bytes_per_rank,world_size,way,us_per_call,calls,repeats,torch,nccl,gpu,cpu\n";
 
-// The defaults' price of each call at host_speed 1 (sim/host_cost_model.hpp): the all-gather
+// The defaults' price of each call at host_speed 1 (sim/cost/host_cost_model.hpp): the all-gather
 // call over one tensor, the reduce-scatter call, the in-place all-reduce.
 struct Defaults {
   double all_gather_us, reduce_scatter_us, all_reduce_us;

@@ -13,7 +13,7 @@
 
 #include "apps/parallel_runner.hpp"
 #include "core/scenario/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace pa = prefetchlab::apps;
 namespace pc = prefetchlab::core;

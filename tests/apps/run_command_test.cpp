@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "tests/support/cli_runner.hpp"
-#include "sim/trace_validation.hpp"
+#include "sim/trace/trace_validation.hpp"
 
 using prefetchlab::testing::run_cli;
 using prefetchlab::testing::TempDir;

@@ -16,7 +16,7 @@
 
 #include "core/hardware/hardware_profile.hpp"
 #include "tests/support/cli_runner.hpp"
-#include "sim/trace_validation.hpp"
+#include "sim/trace/trace_validation.hpp"
 
 using prefetchlab::testing::run_cli;
 using prefetchlab::testing::TempDir;

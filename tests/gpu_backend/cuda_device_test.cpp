@@ -11,7 +11,7 @@
 #include "gpu_backend/device_backend.hpp"
 #include "gpu_backend/executor.hpp"
 #include "gpu_backend/microbenchmarks.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 #ifdef PREFETCHLAB_HAVE_CUDA
 #include "gpu_backend/cuda_device.hpp"
 #endif

@@ -18,7 +18,7 @@
 #include "gpu_backend/host_device.hpp"
 #include "tests/support/host_scenario.hpp"
 #include "gpu_backend/seeded_data.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace pc = prefetchlab::core;
 namespace pg = prefetchlab::gpu;

@@ -1,7 +1,7 @@
 // trace.json's format (sim/chrome_trace) and its structural checks (sim/trace_validation):
 // exact µs text from integer ns, byte-identical output, atomic writes, and the validator's
 // verdicts on missing fields, negative durations and partially overlapping spans.
-#include "sim/chrome_trace.hpp"
+#include "sim/trace/chrome_trace.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "tests/support/cli_runner.hpp"
-#include "sim/trace_validation.hpp"
+#include "sim/trace/trace_validation.hpp"
 
 namespace ps = prefetchlab::sim;
 namespace fs = std::filesystem;

@@ -22,9 +22,9 @@
 #include "core/model/model_config.hpp"
 #include "core/model/module_costs.hpp"
 #include "core/scenario/scenario.hpp"
-#include "sim/collective_cost_model.hpp"
-#include "sim/compute_model.hpp"
-#include "sim/ring_cost_model.hpp"
+#include "sim/cost/collective_cost_model.hpp"
+#include "sim/cost/compute_model.hpp"
+#include "sim/cost/ring_cost_model.hpp"
 
 using prefetchlab::testing::expect_input_error;
 namespace pc = prefetchlab::core;

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "sim/event_engine.hpp"
+#include "sim/engine/event_engine.hpp"
 
 namespace ps = prefetchlab::sim;
 

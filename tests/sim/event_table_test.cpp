@@ -1,12 +1,12 @@
-// sim/device_stream.hpp's EventTable: a rank keeps the device events in flight, and the
+// sim/ranks/device_stream.hpp's EventTable: a rank keeps the device events in flight, and the
 // signalled times the world reads later (keep_time) until it drops them.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-#include "sim/device_stream.hpp"
-#include "sim/event_engine.hpp"
-#include "sim/host_task.hpp"
+#include "sim/ranks/device_stream.hpp"
+#include "sim/engine/event_engine.hpp"
+#include "sim/engine/host_task.hpp"
 
 namespace prefetchlab::sim {
 namespace {

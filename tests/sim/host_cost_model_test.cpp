@@ -1,4 +1,4 @@
-// The host-cost model (sim/host_cost_model.hpp, constants in core/hardware/calibration.hpp):
+// The host-cost model (sim/cost/host_cost_model.hpp, constants in core/hardware/calibration.hpp):
 //  1. where the rank host program charges each term relative to a fetch's two sample events,
 //     checked sample by sample against the coordinator's own plans;
 //  2. the model against recordings of real DeepSpeed ZeRO-3 (shared/oracle/deepspeed-zero3-cpu
@@ -28,8 +28,8 @@
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/scenario_coordinator.hpp"
 #include "core/zero/coordinator.hpp"
-#include "sim/host_cost_model.hpp"
-#include "sim/world.hpp"
+#include "sim/cost/host_cost_model.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace pc = prefetchlab::core;
 namespace ps = prefetchlab::sim;
@@ -113,7 +113,7 @@ FetchCost cost_of(const pc::FetchPlan& fetch) {
   return c;
 }
 
-// The fetches of a run in the simulator's hook order (sim/rank_process.cpp), with their costs.
+// The fetches of a run in the simulator's hook order (sim/ranks/rank_process.cpp), with their costs.
 std::vector<std::vector<FetchCost>> fetch_costs(const pc::Scenario& s) {
   pc::Coordinator coordinator(s.model, pc::coordinator_config_for(s));
   std::vector<std::vector<FetchCost>> out;

@@ -1,5 +1,5 @@
-// sim/id_window.hpp: a table keyed by growing ids that keeps only the ids in flight.
-#include "sim/id_window.hpp"
+// sim/engine/id_window.hpp: a table keyed by growing ids that keeps only the ids in flight.
+#include "sim/engine/id_window.hpp"
 
 #include <gtest/gtest.h>
 

@@ -17,7 +17,7 @@
 #include "core/model/model_config.hpp"
 #include "core/model/module_costs.hpp"
 #include "core/scenario/scenario.hpp"
-#include "sim/compute_model.hpp"
+#include "sim/cost/compute_model.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/input_error_testing.hpp"
 
@@ -417,7 +417,7 @@ TEST(H200Layers, SmallLayersAreAsSlowAsTheHostThatIssuesThem) {
 
 // A GPT-2-XL layer's GEMM outputs (N = 4800, 1600, 6400 at M = 4 x 1024 tokens) fill their last
 // wave of tiles poorly: its measured forward GEMMs run at 582 TFLOPS against a Llama-2-7B
-// layer's 743. They must be within 10% (the tile and wave estimate: sim/compute_model.hpp;
+// layer's 743. They must be within 10% (the tile and wave estimate: sim/cost/compute_model.hpp;
 // without it they were 20% fast). The whole layer is printed, not checked: its forward is a
 // known gap (docs/fidelity.md), open until bench/layers/torch_layer_timings.py has run on a GPU.
 TEST(H200Layers, Gpt2XlLayerGemmsPayForTheirPartialWaves) {

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "sim/monotone_event_queue.hpp"
+#include "sim/engine/monotone_event_queue.hpp"
 
 namespace ps = prefetchlab::sim;
 

@@ -1,4 +1,4 @@
-// NCCL-tuner collective model (sim/nccl_tuner_cost_model.hpp) against NCCL's tuner
+// NCCL-tuner collective model (sim/cost/nccl_tuner_cost_model.hpp) against NCCL's tuner
 // (NVIDIA/nccl src/graph/tuning.cc) and published nccl-tests figures, the `collective` and `calibrate`
 // commands, the nccl-tests log parser and fit, and the shape-dependent GEMM efficiency.
 // docs/collectives.md's predicted-vs-published busBW table is regenerated here.
@@ -20,9 +20,9 @@
 #include "core/input/input_error.hpp"
 #include "core/hardware/nccl_tests_log.hpp"
 #include "core/scenario/scenario.hpp"
-#include "sim/compute_model.hpp"
-#include "sim/nccl_tuner_cost_model.hpp"
-#include "sim/world.hpp"
+#include "sim/cost/compute_model.hpp"
+#include "sim/cost/nccl_tuner_cost_model.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace pc = prefetchlab::core;
 namespace ps = prefetchlab::sim;

@@ -6,7 +6,7 @@
 
 #include "core/scenario/random_stream.hpp"
 #include "core/scenario/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace pc = prefetchlab::core;
 namespace ps = prefetchlab::sim;

@@ -10,7 +10,7 @@
 
 #include "core/input/input_error.hpp"
 #include "core/scenario/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/world_run_files.hpp"
 

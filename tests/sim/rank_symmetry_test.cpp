@@ -1,4 +1,4 @@
-// Identical ranks simulated once (sim/rank_symmetry.hpp): on every bundled scenario that
+// Identical ranks simulated once (sim/ranks/rank_symmetry.hpp): on every bundled scenario that
 // qualifies, at 8, 16 and 64 ranks, the collapsed run's iterations.csv, buckets.csv and summary
 // figures are byte for byte the full simulation's; what breaks the symmetry falls back and says
 // why; and the command line marks both in summary.json and labels the representative.
@@ -17,8 +17,8 @@
 #include "core/metrics/summary_json.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/scenario_json.hpp"
-#include "sim/rank_symmetry.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/rank_symmetry.hpp"
+#include "sim/ranks/world.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/world_run_files.hpp"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/scenario/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/world_run_files.hpp"
 

@@ -1,6 +1,6 @@
-// Processor sharing on a CPU-backed device (sim/shared_cores.hpp): streams and a communicator
+// Processor sharing on a CPU-backed device (sim/ranks/shared_cores.hpp): streams and a communicator
 // wired as World wires them, with hand-derived finish times.
-#include "sim/shared_cores.hpp"
+#include "sim/ranks/shared_cores.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "sim/communicator.hpp"
-#include "sim/device_stream.hpp"
-#include "sim/event_engine.hpp"
-#include "sim/host_task.hpp"
+#include "sim/ranks/communicator.hpp"
+#include "sim/ranks/device_stream.hpp"
+#include "sim/engine/event_engine.hpp"
+#include "sim/engine/host_task.hpp"
 
 namespace prefetchlab::sim {
 namespace {

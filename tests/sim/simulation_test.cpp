@@ -9,7 +9,7 @@
 
 #include "core/hardware/hardware_derived.hpp"
 #include "core/scenario/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace pc = prefetchlab::core;
 namespace ps = prefetchlab::sim;

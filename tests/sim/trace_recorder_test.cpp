@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "sim/trace_recorder.hpp"
+#include "sim/trace/trace_recorder.hpp"
 
 namespace ps = prefetchlab::sim;
 

@@ -11,7 +11,7 @@
 #include "core/metrics/metrics.hpp"
 #include "core/scenario/expert_routing.hpp"
 #include "core/scenario/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace pc = prefetchlab::core;
 namespace ps = prefetchlab::sim;

@@ -12,7 +12,7 @@
 #include "core/metrics/summary_json.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/scenario_json.hpp"
-#include "sim/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace prefetchlab::testing {
 

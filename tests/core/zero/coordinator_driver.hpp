@@ -1,6 +1,6 @@
 #pragma once
 // A test executor for core::Coordinator: plays DeepSpeed's hooks over a ModelSpec's module tree
-// in the order the simulator calls them (sim/rank_process.cpp; deepspeedai/DeepSpeed
+// in the order the simulator calls them (sim/ranks/rank_process.cpp; deepspeedai/DeepSpeed
 // deepspeed/runtime/zero/parameter_offload.py) and logs every plan action with where it came from:
 //   forward:  reset_step, then pre-order: fetch(m), children, release(m)
 //   backward: fetch(m), children in reverse, release(m)
