@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_backend/process_link.hpp"
+#include "gpu_backend/process/process_link.hpp"
 #include "process_job.hpp"
 
 namespace prefetchlab::apps {

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "core/input/input_error.hpp"
-#include "gpu_backend/launch_env.hpp"
+#include "gpu_backend/process/launch_env.hpp"
 #include "search/sweep_manifest.hpp"
 
 namespace prefetchlab::apps {

@@ -1,7 +1,7 @@
 #pragma once
 // `validate|calibrate --launcher env`: this process is one rank of a job launched by torchrun,
-// srun or a shell loop (gpu_backend/launch_env.hpp); it joins the others through rank 0's store
-// (gpu_backend/process_link.hpp). `--launcher threads` (the default) runs every rank as a thread
+// srun or a shell loop (gpu_backend/process/launch_env.hpp); it joins the others through rank 0's store
+// (gpu_backend/process/process_link.hpp). `--launcher threads` (the default) runs every rank as a thread
 // of this process instead.
 #include <chrono>
 #include <memory>
@@ -12,8 +12,8 @@
 #include <CLI/CLI.hpp>
 
 #include "gpu_backend/device_backend.hpp"
-#include "gpu_backend/process_link.hpp"
-#include "gpu_backend/process_transport.hpp"
+#include "gpu_backend/process/process_link.hpp"
+#include "gpu_backend/process/process_transport.hpp"
 
 namespace prefetchlab::apps {
 

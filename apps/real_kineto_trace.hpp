@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "core/scenario/scenario.hpp"
-#include "gpu_backend/executor.hpp"
+#include "gpu_backend/executor/executor.hpp"
 
 namespace prefetchlab::apps {
 

@@ -25,7 +25,7 @@
 #include "core/scenario/scenario.hpp"
 #include "core/zero/trace_mode.hpp"
 #include "gpu_backend/device_backend.hpp"
-#include "gpu_backend/executor.hpp"
+#include "gpu_backend/executor/executor.hpp"
 #include "sim/export/trace_json.hpp"
 #include "sim/trace/trace_recorder.hpp"
 #include "sim/ranks/world.hpp"
@@ -122,7 +122,7 @@ int validate(const ValidateOptions& o) {
     overrides.push_back("cluster.hardware=" + (is_file ? std::filesystem::absolute(given).string() : o.hardware));
   }
   const core::Scenario scenario = core::load_scenario(o.scenario, overrides, bundled_data());
-  // Said before any device starts (the executor refuses it too, gpu_backend/rank_executor.cpp).
+  // Said before any device starts (the executor refuses it too, gpu_backend/executor/rank_executor.cpp).
   if (scenario.training.seq_len_distribution.varies()) {
     throw core::InputError({o.scenario, 0}, "training.seq_len",
                            "is a distribution of lengths (" + scenario.training.seq_len_distribution.text() +

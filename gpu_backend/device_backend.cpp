@@ -1,8 +1,8 @@
 #include "gpu_backend/device_backend.hpp"
 
-#include "gpu_backend/host_device.hpp"
+#include "gpu_backend/host/host_device.hpp"
 #ifdef PREFETCHLAB_HAVE_CUDA
-#include "gpu_backend/cuda_device.hpp"
+#include "gpu_backend/cuda/cuda_device.hpp"
 #endif
 
 namespace prefetchlab::gpu {

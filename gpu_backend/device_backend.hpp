@@ -10,8 +10,9 @@
 #include <string_view>
 
 #include "core/memory/allocator_options.hpp"
-#include "gpu_backend/device_group.hpp"
-#include "gpu_backend/process_transport.hpp"
+#include "gpu_backend/device/backend_unavailable.hpp"
+#include "gpu_backend/device/device_group.hpp"
+#include "gpu_backend/process/process_transport.hpp"
 
 namespace prefetchlab::gpu {
 
@@ -32,15 +33,8 @@ struct DeviceGroupOptions {
   // Set: the ranks are processes (`--launcher env`); the group holds this process's rank only
   // and world_size is the link's.
   ProcessLink* process = nullptr;
-  // The host device's data path between processes (gpu_backend/process_transport.hpp).
+  // The host device's data path between processes (gpu_backend/process/process_transport.hpp).
   host::ProcessDataPath process_data = host::ProcessDataPath::kAuto;
-};
-
-// The backend cannot run here: not built, no GPU, or fewer GPUs than ranks. The message says
-// which and what to do.
-class BackendUnavailable : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 std::unique_ptr<DeviceGroup> make_device_group(Backend backend, const DeviceGroupOptions& options);

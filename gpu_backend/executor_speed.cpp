@@ -26,9 +26,9 @@
 #include "core/input/input_error.hpp"
 #include "core/scenario/scenario.hpp"
 #include "gpu_backend/device_backend.hpp"
-#include "gpu_backend/executor.hpp"
+#include "gpu_backend/executor/executor.hpp"
 #ifdef PREFETCHLAB_HAVE_CUDA
-#include "gpu_backend/cuda_device.hpp"
+#include "gpu_backend/cuda/cuda_device.hpp"
 #endif
 
 namespace pc = prefetchlab::core;

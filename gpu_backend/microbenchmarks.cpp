@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "core/metrics/metrics.hpp"
-#include "gpu_backend/process_link.hpp"
-#include "gpu_backend/rank_failure.hpp"
+#include "gpu_backend/process/process_link.hpp"
+#include "gpu_backend/device/rank_failure.hpp"
 
 namespace prefetchlab::gpu {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpu_backend/device_group.hpp"
+#include "gpu_backend/device/device_group.hpp"
 
 namespace prefetchlab::gpu {
 
@@ -60,7 +60,7 @@ struct CollectiveTiming {
 };
 
 // A forward GEMM Y[m x n] = X[m x k] . W[k x n] and its backward pair as the executor issues
-// them (gpu_backend/rank_executor.cpp): dgrad dX = dY . W^T (m x k x n) and wgrad
+// them (gpu_backend/executor/rank_executor.cpp): dgrad dX = dY . W^T (m x k x n) and wgrad
 // dW += X^T . dY (k x n x m, accumulating).
 struct GemmTiming {
   GemmShape shape;

@@ -1,7 +1,7 @@
 #pragma once
 // One rank's side of the controller contract (core/control/prefetch_controller.hpp), as both
 // executors drive it — the simulator (sim/ranks/rank_process.cpp) and the real backend
-// (gpu_backend/rank_executor.cpp). At reset_step: step 3 for the previous iteration (a batch
+// (gpu_backend/executor/rank_executor.cpp). At reset_step: step 3 for the previous iteration (a batch
 // policy reads its samples after a host synchronisation, as the follow-up's update() does),
 // step 1 (a proposal, agreed across ranks through a small collective), step 2 (the bucket).
 // After each fetch: step 3 for a per-fetch policy (the host-timer sample; device events are not

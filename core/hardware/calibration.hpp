@@ -236,7 +236,7 @@ struct CalibrationConstants {
   double contention_collective_factor = 0.1;
   // How concurrent work on one device shares it. kFactors: the two factors above (a GPU, where
   // NCCL's kernels take SMs and memory bandwidth from compute). kSharedCores: a CPU-backed device
-  // (the host-thread device, gpu_backend/host_device.hpp), where each stream's running kernel and
+  // (the host-thread device, gpu_backend/host/host_device.hpp), where each stream's running kernel and
   // each rank's part of a running collective is a thread on the `shared_cores` cores that all
   // ranks of a node share: with n running on c cores, each runs at min(1, c / n) of its speed
   // (processor sharing). The factors are not used then (setting one is an error).

@@ -1,7 +1,7 @@
 #pragma once
 // Exposed communication: how long one rank's compute stream sat idle because of communication in
 // one iteration. The one definition both backends report (sim/ranks/world.cpp from the simulator's
-// events, gpu_backend/executor.cpp from the device's), each part a span between two moments that
+// events, gpu_backend/executor/executor.cpp from the device's), each part a span between two moments that
 // a marker on the compute stream observes (a marker completes once the stream has drained what
 // came before it, or when it is recorded, whichever is later):
 //   stalls     compute waiting on parameter all-gathers, forward and backward: each wait of the

@@ -6,7 +6,7 @@
 // end-of-backward synchronisation, the optimizer step at an accumulation boundary).
 //
 // RankProgram turns an iteration into a sequence of RankSteps; the simulator
-// (sim/ranks/rank_process.cpp) and the real backend (gpu_backend/rank_executor.cpp) each perform
+// (sim/ranks/rank_process.cpp) and the real backend (gpu_backend/executor/rank_executor.cpp) each perform
 // every step on their own streams, memory and collectives, and decide none of the order
 // themselves. What a step does inside (which gathers a fetch issues) is the Coordinator's plan.
 #include <cstdint>

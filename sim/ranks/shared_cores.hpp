@@ -1,6 +1,6 @@
 #pragma once
 // Processor sharing on a CPU-backed device (calibration `contention_model: shared_cores`): the
-// host-thread device (gpu_backend/host_device.hpp) runs every stream of every rank as a thread,
+// host-thread device (gpu_backend/host/host_device.hpp) runs every stream of every rank as a thread,
 // and all ranks of a node share the machine's cores. With n pieces of work running on c cores,
 // each runs at min(1, c / n) of its own speed: a stream's running kernel is one piece, a running
 // collective one per participating rank (each rank's communication worker copies or reduces its

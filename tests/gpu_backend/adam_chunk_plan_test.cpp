@@ -1,6 +1,6 @@
 // adam_chunk_plan.hpp: the multi-tensor Adam launch plan, and the host device's Adam run through
 // it against one plain Adam per tensor.
-#include "gpu_backend/adam_chunk_plan.hpp"
+#include "gpu_backend/device/adam_chunk_plan.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "gpu_backend/bf16.hpp"
-#include "gpu_backend/host_kernels.hpp"
-#include "gpu_backend/host_layer_kernels.hpp"
+#include "gpu_backend/device/bf16.hpp"
+#include "gpu_backend/device/host_kernels.hpp"
+#include "gpu_backend/device/host_layer_kernels.hpp"
 
 namespace pg = prefetchlab::gpu;
 

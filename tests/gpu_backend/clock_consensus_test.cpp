@@ -1,4 +1,4 @@
-// The ranks' common clock (gpu_backend/clock_consensus.hpp): built from exit times with known
+// The ranks' common clock (gpu_backend/executor/clock_consensus.hpp): built from exit times with known
 // delays, the shift must recover how late each rank's clock origin was, and ignore a late exit
 // in a later round.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "gpu_backend/clock_consensus.hpp"
+#include "gpu_backend/executor/clock_consensus.hpp"
 
 namespace pg = prefetchlab::gpu;
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #ifdef PREFETCHLAB_HAVE_CUDA
-#include "gpu_backend/cublas_library.hpp"
+#include "gpu_backend/cuda/cublas_library.hpp"
 #endif
 
 namespace {

@@ -9,11 +9,11 @@
 
 #include "core/scenario/scenario.hpp"
 #include "gpu_backend/device_backend.hpp"
-#include "gpu_backend/executor.hpp"
+#include "gpu_backend/executor/executor.hpp"
 #include "gpu_backend/microbenchmarks.hpp"
 #include "sim/ranks/world.hpp"
 #ifdef PREFETCHLAB_HAVE_CUDA
-#include "gpu_backend/cuda_device.hpp"
+#include "gpu_backend/cuda/cuda_device.hpp"
 #endif
 
 namespace pg = prefetchlab::gpu;

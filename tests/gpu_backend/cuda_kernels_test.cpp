@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "gpu_backend/bf16.hpp"
+#include "gpu_backend/device/bf16.hpp"
 #include "gpu_backend/device_backend.hpp"
-#include "gpu_backend/host_kernels.hpp"
-#include "gpu_backend/host_layer_kernels.hpp"
+#include "gpu_backend/device/host_kernels.hpp"
+#include "gpu_backend/device/host_layer_kernels.hpp"
 #ifdef PREFETCHLAB_HAVE_CUDA
-#include "gpu_backend/cuda_device.hpp"
+#include "gpu_backend/cuda/cuda_device.hpp"
 #endif
 
 namespace pg = prefetchlab::gpu;

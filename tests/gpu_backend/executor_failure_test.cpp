@@ -11,8 +11,8 @@
 
 #include "core/scenario/scenario.hpp"
 #include "tests/gpu_backend/forwarding_device.hpp"
-#include "gpu_backend/executor.hpp"
-#include "gpu_backend/host_device.hpp"
+#include "gpu_backend/executor/executor.hpp"
+#include "gpu_backend/host/host_device.hpp"
 #include "tests/support/sanitizer.hpp"
 
 namespace pc = prefetchlab::core;

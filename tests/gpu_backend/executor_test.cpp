@@ -14,10 +14,10 @@
 #include "core/model/checkpoint_units.hpp"
 #include "core/scenario/scenario.hpp"
 #include "tests/gpu_backend/forwarding_device.hpp"
-#include "gpu_backend/executor.hpp"
-#include "gpu_backend/host_device.hpp"
+#include "gpu_backend/executor/executor.hpp"
+#include "gpu_backend/host/host_device.hpp"
 #include "tests/support/host_scenario.hpp"
-#include "gpu_backend/seeded_data.hpp"
+#include "gpu_backend/executor/seeded_data.hpp"
 #include "sim/ranks/world.hpp"
 
 namespace pc = prefetchlab::core;

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "gpu_backend/device_group.hpp"
+#include "gpu_backend/device/device_group.hpp"
 
 namespace prefetchlab::testing {
 

@@ -1,13 +1,13 @@
 // gemm_plan.hpp: the row-major -> cuBLAS column-major mapping, the shape checks every device
 // runs, and the host device's batched GEMM (attention's per-head products) against plain loops.
-#include "gpu_backend/gemm_plan.hpp"
+#include "gpu_backend/device/gemm_plan.hpp"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <vector>
 
-#include "gpu_backend/host_kernels.hpp"
+#include "gpu_backend/device/host_kernels.hpp"
 
 namespace pg = prefetchlab::gpu;
 

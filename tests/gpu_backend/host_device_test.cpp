@@ -7,9 +7,9 @@
 #include <cstring>
 #include <thread>
 
-#include "gpu_backend/bf16.hpp"
-#include "gpu_backend/host_device.hpp"
-#include "gpu_backend/seeded_data.hpp"
+#include "gpu_backend/device/bf16.hpp"
+#include "gpu_backend/host/host_device.hpp"
+#include "gpu_backend/executor/seeded_data.hpp"
 
 namespace pg = prefetchlab::gpu;
 

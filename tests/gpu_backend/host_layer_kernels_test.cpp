@@ -1,7 +1,7 @@
 // host_layer_kernels.hpp: the fused layer kernels' host reference (what the CUDA kernels are
 // tested against) checked against finite differences and closed forms, and through the host
 // device's streams.
-#include "gpu_backend/host_layer_kernels.hpp"
+#include "gpu_backend/device/host_layer_kernels.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "gpu_backend/host_device.hpp"
+#include "gpu_backend/host/host_device.hpp"
 
 namespace pg = prefetchlab::gpu;
 

@@ -1,7 +1,7 @@
 // host_state_buffer.hpp: offloaded model states in the device's own pinned memory when the
 // offload section's pin_memory says so (cudaHostAlloc on the CUDA device), pageable otherwise,
 // freed through the device that made them; and the executor keeping its offloaded states there.
-#include "gpu_backend/host_state_buffer.hpp"
+#include "gpu_backend/executor/host_state_buffer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/scenario/scenario.hpp"
-#include "gpu_backend/executor.hpp"
-#include "gpu_backend/host_device.hpp"
+#include "gpu_backend/executor/executor.hpp"
+#include "gpu_backend/host/host_device.hpp"
 #include "tests/gpu_backend/forwarding_device.hpp"
 
 namespace pc = prefetchlab::core;

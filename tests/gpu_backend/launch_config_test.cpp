@@ -1,5 +1,5 @@
 // launch_config.hpp: the CUDA device's grid sizes, computed on the host.
-#include "gpu_backend/launch_config.hpp"
+#include "gpu_backend/device/launch_config.hpp"
 
 #include <gtest/gtest.h>
 

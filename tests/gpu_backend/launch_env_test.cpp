@@ -1,10 +1,10 @@
-// Where a process stands in a job, from torchrun's or srun's variables (gpu_backend/launch_env.hpp).
+// Where a process stands in a job, from torchrun's or srun's variables (gpu_backend/process/launch_env.hpp).
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
-#include "gpu_backend/launch_env.hpp"
+#include "gpu_backend/process/launch_env.hpp"
 
 namespace pg = prefetchlab::gpu;
 

@@ -1,7 +1,7 @@
 // The real backend's ranks as processes (`--launcher env`), here as threads that each hold their
 // own ProcessLink, as a process would: rank 0's store admits them, carries their collectives,
 // gathers their records, and names a rank that disagrees or stays away
-// (gpu_backend/process_store.hpp, process_link.hpp, process_transport.hpp, rank_records.hpp).
+// (gpu_backend/process/process_store.hpp, process_link.hpp, process_transport.hpp, rank_records.hpp).
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
@@ -15,12 +15,12 @@
 #include <thread>
 
 #include "core/scenario/scenario.hpp"
-#include "gpu_backend/executor.hpp"
-#include "gpu_backend/host_device.hpp"
-#include "gpu_backend/process_link.hpp"
-#include "gpu_backend/process_transport.hpp"
-#include "gpu_backend/tcp_frames.hpp"
-#include "gpu_backend/rank_records.hpp"
+#include "gpu_backend/executor/executor.hpp"
+#include "gpu_backend/host/host_device.hpp"
+#include "gpu_backend/process/process_link.hpp"
+#include "gpu_backend/process/process_transport.hpp"
+#include "gpu_backend/process/tcp_frames.hpp"
+#include "gpu_backend/executor/rank_records.hpp"
 #include "tests/support/host_scenario.hpp"
 #include "tests/support/sanitizer.hpp"
 

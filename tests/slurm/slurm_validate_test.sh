@@ -18,7 +18,7 @@ for tasks in 2 4; do
   args=(--set "cluster.gpus_per_node=$tasks" --repeats 1)
   "$cli" validate "$scenario" --backend host "${args[@]}" -o "$work/threads$tasks" >"$work/threads$tasks.log" 2>&1 ||
     fail "$tasks threads"
-  # MASTER_ADDR and MASTER_PORT are left to the Slurm defaults (gpu_backend/launch_env.hpp).
+  # MASTER_ADDR and MASTER_PORT are left to the Slurm defaults (gpu_backend/process/launch_env.hpp).
   env -u MASTER_ADDR -u MASTER_PORT -u RANK -u WORLD_SIZE \
     srun --ntasks "$tasks" --overcommit --time 5 --output "$work/srun$tasks.rank%t.log" \
     "$cli" validate "$scenario" --backend host --launcher env "${args[@]}" -o "$work/srun$tasks" ||

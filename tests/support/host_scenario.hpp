@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/scenario/scenario.hpp"
-#include "gpu_backend/host_device.hpp"
+#include "gpu_backend/host/host_device.hpp"
 
 namespace prefetchlab::testing {
 
