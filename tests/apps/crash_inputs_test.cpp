@@ -1,7 +1,8 @@
 // The inputs that once crashed or hung a reader (a fuzzer and a full disk found them; they are
-// kept outside the repository, in shared/reliability/crash-inputs next to the source tree):
-// each must now be a clear input error, exit code 2, naming the file, through the real command
-// line and under a memory limit. Skipped with a message when the folder is absent.
+// kept outside the repository, in shared/reliability/crash-inputs beside the checkout): each
+// must now be a clear input error, exit code 2, naming the file, through the real command line
+// and under a memory limit. Skipped with a message when the folder is absent; under CI=true its
+// absence fails (tests/support/shared_data.hpp).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/sanitizer.hpp"
+#include "tests/support/shared_data.hpp"
 
 namespace fs = std::filesystem;
 
@@ -55,9 +57,7 @@ std::string command_for(const fs::path& input, const TempDir& dir) {
 }  // namespace
 
 TEST(CrashInputs, EachIsAClearInputErrorNamingTheFile) {
-  if (!fs::is_directory(kCrashInputs)) {
-    GTEST_SKIP() << kCrashInputs << " is absent (shared/reliability/crash-inputs next to the source tree); skipped";
-  }
+  PREFETCHLAB_REQUIRE_SHARED(kCrashInputs);
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(kCrashInputs)) {
     if (!entry.is_regular_file()) continue;

@@ -30,6 +30,7 @@
 #include "core/zero/coordinator.hpp"
 #include "sim/cost/host_cost_model.hpp"
 #include "sim/ranks/world.hpp"
+#include "tests/support/shared_data.hpp"
 
 namespace pc = prefetchlab::core;
 namespace ps = prefetchlab::sim;
@@ -378,10 +379,7 @@ void collect(const fs::path& dir, int rank, const ps::HostCostModel& model, std:
 }  // namespace
 
 TEST(HostCostModel, WithinAQuarterOfDeepSpeedRecordingsAtTheFittedHostSpeed) {
-  if (!fs::exists(kOracleDir)) {
-    GTEST_SKIP() << "DeepSpeed recordings not found at " << kOracleDir.string()
-                 << " (shared/oracle/deepspeed-zero3-cpu next to the source tree)";
-  }
+  PREFETCHLAB_REQUIRE_SHARED(kOracleDir);
   const pc::CalibrationConstants defaults;  // host_speed 1: a GPU server
   const ps::HostCostModel model(defaults);
   std::map<std::string, Term> terms;

@@ -20,6 +20,7 @@
 #include "sim/cost/compute_model.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/input_error_testing.hpp"
+#include "tests/support/shared_data.hpp"
 
 namespace pc = prefetchlab::core;
 namespace ps = prefetchlab::sim;
@@ -347,9 +348,7 @@ TEST(DescribeCosts, PrintsOneLayersKernelsAndTotals) {
 
 TEST(H200Layers, LargeLayersMatchTheMeasuredTimings) {
   const fs::path file = kSourceDir / "../shared/fidelity/h200-layer-measurements.md";
-  if (!fs::exists(file)) {
-    GTEST_SKIP() << file << " (H200 layer timings next to the source tree) is absent; skipped";
-  }
+  PREFETCHLAB_REQUIRE_SHARED(file);
   // Rows: | llama2-7b-layer sdpa ... | B × S | hidden | fwd (ms) | fwd + bwd (ms) | ...
   std::ifstream in(file);
   const std::regex row(R"(^\| (llama2-7b-layer[^|]*)\| (\d+) × (\d+) \| \d+ \| ([0-9.]+) \| ([0-9.]+) \|)");
@@ -385,9 +384,7 @@ TEST(H200Layers, LargeLayersMatchTheMeasuredTimings) {
 // kernels while the host issues the next, at the per-kernel host costs.
 TEST(H200Layers, SmallLayersAreAsSlowAsTheHostThatIssuesThem) {
   const fs::path file = kSourceDir / "../shared/fidelity/h200-layer-measurements.md";
-  if (!fs::exists(file)) {
-    GTEST_SKIP() << file << " (H200 layer timings next to the source tree) is absent; skipped";
-  }
+  PREFETCHLAB_REQUIRE_SHARED(file);
   std::ifstream in(file);
   const std::regex row(
       R"(^\| ((gpt2-small|bert-base)-layer (sdpa|eager)[^|]*)\| (\d+) × (\d+) \| \d+ \| ([0-9.]+) \| ([0-9.]+) \|)");
@@ -422,9 +419,7 @@ TEST(H200Layers, SmallLayersAreAsSlowAsTheHostThatIssuesThem) {
 // known gap (docs/fidelity.md), open until bench/layers/torch_layer_timings.py has run on a GPU.
 TEST(H200Layers, Gpt2XlLayerGemmsPayForTheirPartialWaves) {
   const fs::path file = kSourceDir / "../shared/fidelity/h200-layer-measurements.md";
-  if (!fs::exists(file)) {
-    GTEST_SKIP() << file << " (H200 layer timings next to the source tree) is absent; skipped";
-  }
+  PREFETCHLAB_REQUIRE_SHARED(file);
   std::ifstream in(file);
   const std::regex row(R"(^\| gpt2-xl-layer sdpa[^|]*\| (\d+) × (\d+) \| \d+ \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|)");
   const auto p = profile("h200-sxm-8x");

@@ -15,6 +15,7 @@
 #include "core/trace_import/trace_set.hpp"
 #include "core/trace_import/trace_summary.hpp"
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/shared_data.hpp"
 
 namespace fs = std::filesystem;
 namespace pc = prefetchlab::core;
@@ -26,8 +27,7 @@ const fs::path kShared = PREFETCHLAB_SOURCE_DIR "/../shared";
 const fs::path kTraces = kShared / "research/traces";
 const fs::path kDeepSpeed = kShared / "oracle/deepspeed-zero3-cpu";
 
-#define SKIP_WITHOUT(path)                                                                            \
-  if (!fs::exists(path)) GTEST_SKIP() << (path).string() << " is absent (../shared next to the source tree); skipped"
+#define SKIP_WITHOUT(path) PREFETCHLAB_REQUIRE_SHARED(path)
 
 const pc::CollectiveKindSummary* kind_in(const pc::StepSummary& step, pc::CollectiveKind kind) {
   for (const auto& k : step.collectives) {

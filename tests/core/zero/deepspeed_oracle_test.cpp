@@ -63,6 +63,7 @@
 #include "core/model/model_config.hpp"
 #include "core/zero/persistence.hpp"
 #include "tests/core/zero/coordinator_driver.hpp"
+#include "tests/support/shared_data.hpp"
 
 namespace pc = prefetchlab::core;
 namespace fs = std::filesystem;
@@ -431,10 +432,7 @@ void compare(const CallsByKey& expected, const CallsByKey& actual, const std::st
 
 void check_configuration(const std::string& version, const std::string& configuration) {
   const fs::path dir = kOracleDir / version / configuration;
-  if (!fs::exists(dir / "allgathers_rank0.csv")) {
-    GTEST_SKIP() << "DeepSpeed oracle recording not found at " << dir.string()
-                 << " (shared/oracle/deepspeed-zero3-cpu next to the source tree); skipped";
-  }
+  PREFETCHLAB_REQUIRE_SHARED(dir / "allgathers_rank0.csv");
   const pc::ModelSpec model =
       pc::load_model_file(PREFETCHLAB_SOURCE_DIR "/models/gpt2-small.yaml", pc::DType::kFP32);
 
@@ -512,9 +510,7 @@ TEST(DeepSpeedOracle, Ds0145Pf1e6Reuse0) { check_configuration("ds-0.14.5", "pf1
 // recording-shaped tree issue DeepSpeed's 49.
 TEST(DeepSpeedOracle, ModuleTreeExplainsOurGpt2PrefetchCount) {
   const fs::path dir = kOracleDir / "ds-0.19.6" / "pf1e6_reuse0";
-  if (!fs::exists(dir / "meta_rank0.json")) {
-    GTEST_SKIP() << "DeepSpeed oracle recording not found at " << dir.string();
-  }
+  PREFETCHLAB_REQUIRE_SHARED(dir / "meta_rank0.json");
   const pc::ModelSpec model =
       pc::load_model_file(PREFETCHLAB_SOURCE_DIR "/models/gpt2-small.yaml", pc::DType::kFP32);
   std::ifstream meta_in(dir / "meta_rank0.json");
@@ -542,9 +538,7 @@ TEST(DeepSpeedOracle, ModuleTreeExplainsOurGpt2PrefetchCount) {
 
 // Every recorded folder has a test above: a new recording must not go unchecked.
 TEST(DeepSpeedOracle, EveryRecordedConfigurationIsTested) {
-  if (!fs::exists(kOracleDir)) {
-    GTEST_SKIP() << "DeepSpeed oracle recordings not found at " << kOracleDir.string();
-  }
+  PREFETCHLAB_REQUIRE_SHARED(kOracleDir);
   const std::vector<std::string> tested{"ds-0.14.5/default", "ds-0.14.5/pf0_reuse0",
                                         "ds-0.14.5/pf1e6_reuse0", "ds-0.19.6/default",
                                         "ds-0.19.6/pf0_reuse0", "ds-0.19.6/pf1e6_reuse0"};
