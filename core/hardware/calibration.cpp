@@ -225,6 +225,16 @@ std::optional<AttentionEfficiency> measured_attention_efficiency(std::string_vie
   return std::nullopt;
 }
 
+std::optional<AttentionEfficiency> measured_flash3_attention_efficiency(std::string_view gpu_model) {
+  // H100 SXM, FlashAttention-3, head dim 128, bf16, at 16k tokens: 616 TFLOPS forward (causal),
+  // 561 backward, of 989: the same figures as FlashAttention-2's above (Shah et al. 2024,
+  // arXiv:2407.08608, figures 5 and 6). H200 and H800 have the H100's SMs and clocks.
+  for (const std::string_view hopper : {"H100", "H200", "H800"}) {
+    if (gpu_model.find(hopper) != std::string_view::npos) return AttentionEfficiency{616.0 / 989.0, 561.0 / 989.0};
+  }
+  return std::nullopt;
+}
+
 double default_sustained_clock_fraction(std::string_view gpu_model) {
   // Same tool, same GPU, burst against sustained (calibration.hpp: sustained_clock_fraction).
   // Hopper: measured on an H200, whose SMs, clocks and 700 W limit the H100 SXM and H800 share.
@@ -254,6 +264,10 @@ CalibrationConstants default_calibration(std::string_view gpu_model) {
     c.uncalibrated.emplace_back("attention_efficiency");
     c.uncalibrated.emplace_back("attention_backward_efficiency");
   }
+  if (const auto flash3 = measured_flash3_attention_efficiency(gpu_model)) {
+    c.attention_flash3_efficiency = flash3->forward;
+    c.attention_flash3_backward_efficiency = flash3->backward;
+  }
   c.uncalibrated.emplace_back("kernel_launch_us");
   c.uncalibrated.emplace_back("forward_op_host_us");
   c.uncalibrated.emplace_back("backward_op_host_us");
@@ -271,6 +285,9 @@ CalibrationConstants read_calibration(const YamlSection& section,
   read_number(section, "memory_efficiency", kEfficiency, c.memory_efficiency);
   read_number(section, "attention_efficiency", kEfficiency, c.attention_efficiency);
   read_number(section, "attention_backward_efficiency", kEfficiency, c.attention_backward_efficiency);
+  read_number(section, "attention_flash3_efficiency", kEfficiency, c.attention_flash3_efficiency);
+  read_number(section, "attention_flash3_backward_efficiency", kEfficiency,
+              c.attention_flash3_backward_efficiency);
   read_number(section, "gemm_backward_rate_ratio", kEfficiency, c.gemm_backward_rate_ratio);
   read_number(section, "sustained_clock_fraction", kEfficiency, c.sustained_clock_fraction);
   read_microseconds(section, "kernel_gap_us", c.kernel_gap_ns);

@@ -7,7 +7,8 @@
 // Read from a hardware profile's optional `calibration:` section and, key by key over that,
 // from a scenario's optional `cluster.calibration:` section (YAML keys carry their units:
 //   gemm_efficiency, memory_efficiency, compute_time_scale, copy_time_scale,
-//   sustained_clock_fraction                                                      (fractions)
+//   sustained_clock_fraction, attention_efficiency, attention_backward_efficiency,
+//   attention_flash3_efficiency, attention_flash3_backward_efficiency             (fractions)
 //   host_speed (a multiplier, or inf for a free host)
 //   gemm_backward_rate_ratio (a fraction of the forward GEMMs' rate)
 //   kernel_launch_us, forward_op_host_us, backward_op_host_us, collective_latency_us, and the
@@ -54,6 +55,10 @@ struct CalibrationConstants {
   // default_attention_efficiency() picks the measured one for the GPU.
   double attention_efficiency = 0.5;
   double attention_backward_efficiency = 0.45;
+  // The same for FlashAttention-3 (attention: flash3); 0 = none measured, and flash3 is refused:
+  // it is written for Hopper (sm90). default_calibration() sets Hopper's.
+  double attention_flash3_efficiency = 0;
+  double attention_flash3_backward_efficiency = 0;
   // Fraction of its short-benchmark compute rates (the MAMF and FlashAttention figures above) a
   // GPU sustains under continuous training load, where the board reaches its power limit and
   // lowers its SM clock. The rates above are bursts: mamf-finder reports the fastest of 100
@@ -301,6 +306,8 @@ struct AttentionEfficiency {
   double backward = 0;
 };
 std::optional<AttentionEfficiency> measured_attention_efficiency(std::string_view gpu_model);
+// FlashAttention-3's, likewise: Hopper only (its kernels need sm90).
+std::optional<AttentionEfficiency> measured_flash3_attention_efficiency(std::string_view gpu_model);
 
 // Defaults for a GPU: CalibrationConstants{} with the GPU's measured GEMM and attention
 // efficiencies where they exist, and `uncalibrated` naming the keys that rest on estimates.

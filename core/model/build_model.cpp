@@ -18,6 +18,7 @@ ModelSpec model_spec_header(const ModelConfig& config, const std::string& name, 
   spec.vocab_size = config.vocab_size;
   spec.max_positions = config.max_positions;
   spec.causal = causal;
+  spec.attention_dropout = config.attention_dropout;
   return spec;
 }
 

@@ -102,7 +102,10 @@ ModelSpec build_gpt2_model(const ModelConfig& config, const std::string& name, D
       // GPT2SdpaAttention / GPT2FlashAttention2 pass attn_dropout.p to the fused kernel and never
       // call attn_dropout. Saved: Q, K, V 6sbh, the output 2sbh, the log-sum-exp 4 bytes per head.
       shape.dropout = config.attention_dropout > 0;
-      b.begin(p + ".attn", attention == AttentionImpl::kSdpa ? "GPT2SdpaAttention" : "GPT2FlashAttention2",
+      // Transformers' flash_attention_3 came with its one attention class per model.
+      b.begin(p + ".attn", attention == AttentionImpl::kSdpa    ? "GPT2SdpaAttention"
+                           : attention == AttentionImpl::kFlash ? "GPT2FlashAttention2"
+                                                                : "GPT2Attention",
               attention_core_costs(attention, shape, e).saving(8 * h + 4 * a));
       conv(p + ".attn.c_attn", h, 3 * h, 2 * h);  // QKV input 2sbh
     }

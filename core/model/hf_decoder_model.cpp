@@ -26,6 +26,7 @@ ModelSpec build_hf_decoder_model(const HfDecoderConfig& config, const std::strin
   spec.vocab_size = config.vocab_size;
   spec.max_positions = config.max_positions;
   spec.causal = true;
+  spec.attention_dropout = config.attention_dropout;
   spec.num_experts = config.num_experts;
   spec.experts_per_token = config.experts_per_token;
 
@@ -164,7 +165,7 @@ ModelSpec build_hf_decoder_model(const HfDecoderConfig& config, const std::strin
   dropout("model.embed_dropout", config.embedding_dropout);
   b.leaf("model.rotary_emb", cls + "RotaryEmbedding",
          activation_costs("rotary_emb.cos_sin", config.head_dim, 3, e));
-  const bool expand_kv = kv_dim != q_dim && attention != AttentionImpl::kFlash;
+  const bool expand_kv = kv_dim != q_dim && !is_flash_attn_package(attention);
   const std::int64_t kv_width = expand_kv ? q_dim : kv_dim;
   AttentionShape shape;
   shape.hidden = q_dim;
@@ -181,7 +182,8 @@ ModelSpec build_hf_decoder_model(const HfDecoderConfig& config, const std::strin
       attention == AttentionImpl::kEager ? 6 * a + (shape.dropout ? 3 * a : 0) : 0;
   const std::string attn_class = cls + (attention == AttentionImpl::kEager  ? "Attention"
                                         : attention == AttentionImpl::kSdpa ? "SdpaAttention"
-                                                                            : "FlashAttention2");
+                                        : attention == AttentionImpl::kFlash ? "FlashAttention2"
+                                                                             : "Attention");
   const std::int64_t k_share = config.experts_per_token;
   const std::int64_t n_experts = config.num_experts;
   for (std::int64_t i = 0; i < config.num_layers; ++i) {

@@ -22,9 +22,18 @@ const char* kernel_kind_name(KernelKind kind);
 // How attention runs (HF's attn_implementation): eager materialises the s x s scores and
 // probabilities (and keeps them for backward); sdpa is torch's scaled_dot_product_attention,
 // which dispatches to its FlashAttention-2 backend for 16-bit inputs; flash is the flash-attn
-// package (HF "flash_attention_2"), which takes the (b, s, heads, d) layout with no transposes.
-enum class AttentionImpl { kEager, kSdpa, kFlash };
+// package (HF "flash_attention_2"), which takes the (b, s, heads, d) layout with no transposes;
+// flash3 is FlashAttention-3 (HF "flash_attention_3", the flash-attn package's hopper/ build),
+// the same layout and kernels, written for Hopper's asynchronous tensor cores and TMA, so it
+// runs only on sm90 GPUs (Shah et al. 2024, arXiv:2407.08608).
+enum class AttentionImpl { kEager, kSdpa, kFlash, kFlash3 };
 const char* attention_impl_name(AttentionImpl impl);
+// Whether attention runs the flash-attn package's kernels (flash or flash3): (b, s, heads, d)
+// layout, grouped-query attention without repeating K and V.
+bool is_flash_attn_package(AttentionImpl impl);
+
+// Which fused attention kernel a kAttention kernel is, each priced at its own measured rates.
+enum class AttentionKernel : std::uint8_t { kFlash2, kFlash3 };
 
 struct KernelSpec {
   std::string op;  // what runs, as a profiler would name it: "rms_norm.pow", "q_proj.mm", ...
@@ -41,6 +50,8 @@ struct KernelSpec {
   // priced by volume alone.
   std::int64_t gemm_n = 0;
   std::int64_t gemm_k = 0;
+  // kAttention: which fused kernel (FlashAttention-2 in sdpa and flash, FlashAttention-3).
+  AttentionKernel attention_kernel = AttentionKernel::kFlash2;
   // Backward: how many kernels autograd launches for this one, and their total FLOPs and bytes as
   // multiples of the forward's. A Linear is 2 GEMMs of its forward's FLOPs each (grad input, grad
   // weight); an elementwise op reads the saved input and the output gradient and writes the input

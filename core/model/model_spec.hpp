@@ -67,6 +67,9 @@ struct ModelSpec {
   std::int64_t vocab_size = 0;
   std::int64_t max_positions = 0;      // longest sequence the model accepts
   bool causal = true;
+  // Probability of the dropout on the attention probabilities (config.json's attention_dropout,
+  // attn_pdrop): FlashAttention-3 has none, so flash3 refuses a model that trains with it.
+  double attention_dropout = 0;
   // Mixture of experts (Mixtral, Qwen2-MoE): experts per MoE block and experts each token is
   // routed to; 0 for a dense model.
   std::int64_t num_experts = 0;

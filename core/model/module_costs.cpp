@@ -51,8 +51,13 @@ const char* attention_impl_name(AttentionImpl impl) {
     case AttentionImpl::kEager: return "eager";
     case AttentionImpl::kSdpa: return "sdpa";
     case AttentionImpl::kFlash: return "flash";
+    case AttentionImpl::kFlash3: return "flash3";
   }
   throw std::logic_error("attention_impl_name: unknown AttentionImpl");
+}
+
+bool is_flash_attn_package(AttentionImpl impl) {
+  return impl == AttentionImpl::kFlash || impl == AttentionImpl::kFlash3;
 }
 
 ModuleCosts ModuleCosts::saving(std::int64_t per_token_bytes,
@@ -189,13 +194,14 @@ ModuleCosts attention_core_costs(AttentionImpl impl, const AttentionShape& shape
   const std::int64_t a = shape.heads;
   if (impl != AttentionImpl::kEager) {
     KernelSpec k;
-    k.op = impl == AttentionImpl::kFlash ? "flash_attn" : "sdpa.flash";
+    k.op = impl == AttentionImpl::kFlash3 ? "flash_attn_3" : impl == AttentionImpl::kFlash ? "flash_attn" : "sdpa.flash";
     k.kind = KernelKind::kAttention;
+    k.attention_kernel = impl == AttentionImpl::kFlash3 ? AttentionKernel::kFlash3 : AttentionKernel::kFlash2;
     const std::int64_t full = 4 * h;  // QK^T + PV per token per key position
     k.flops.per_token_per_position = shape.causal ? full / 2 : full;
     k.bytes.per_token = (2 * h + 2 * shape.kv_dim) * e;  // Q, K, V in; O out
     // One recomputing backward kernel plus its preprocessing (rowsum(dO * O)) and the fp32 dQ
-    // accumulator's conversion; it reads Q, K, V, O, dO and writes dQ, dK, dV.
+    // accumulator's conversion (FlashAttention-3's backward has the same three); it reads Q, K, V, O, dO and writes dQ, dK, dV.
     k.backward_kernels = 3;
     k.backward_flops_factor = 2.5;
     k.backward_bytes_factor = 2.5;

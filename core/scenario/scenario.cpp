@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "core/hardware/calibration.hpp"
 #include "core/input/closest_match.hpp"
@@ -36,7 +37,10 @@ std::vector<std::string> yaml_stems(const std::filesystem::path& dir) {
 AttentionImpl read_attention(const YamlSection& training) {
   return training.get_enum<AttentionImpl>(
       "attention", AttentionImpl::kSdpa,
-      {{"eager", AttentionImpl::kEager}, {"sdpa", AttentionImpl::kSdpa}, {"flash", AttentionImpl::kFlash}});
+      {{"eager", AttentionImpl::kEager},
+       {"sdpa", AttentionImpl::kSdpa},
+       {"flash", AttentionImpl::kFlash},
+       {"flash3", AttentionImpl::kFlash3}});
 }
 
 TrainingConfig load_training(const YamlSection& section, std::int64_t max_positions,
@@ -363,18 +367,36 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
     const auto model_path = resolve_bundled_file(top, "model", bundled.models_dir, "model");
     scenario.model = load_model_file(model_path, dtype, attention);
   }
-  if (attention == AttentionImpl::kFlash && dtype == DType::kFP32) {
-    training_section.fail("attention", "is flash, but flash-attn runs only fp16 and bf16",
+  const std::string attention_name = attention_impl_name(attention);
+  if (is_flash_attn_package(attention) && dtype == DType::kFP32) {
+    training_section.fail("attention", "is " + attention_name + ", but flash-attn runs only fp16 and bf16",
                           "attention: sdpa or eager with dtype fp32, or dtype bf16");
   }
-  if (attention == AttentionImpl::kFlash && scenario.model.architecture == "bert") {
-    training_section.fail("attention", "is flash, but HF's BERT has no flash_attention_2 implementation",
+  if (is_flash_attn_package(attention) && scenario.model.architecture == "bert") {
+    training_section.fail("attention",
+                          "is " + attention_name + ", but HF's BERT has no flash_attention_2 or _3 implementation",
                           "attention: sdpa or eager for a BERT model");
+  }
+  if (attention == AttentionImpl::kFlash3 && scenario.model.attention_dropout > 0) {
+    // flash_attn_interface's functions take no dropout probability.
+    std::ostringstream why;
+    why << "is flash3, but FlashAttention-3 has no dropout and the model's attention_dropout is "
+        << scenario.model.attention_dropout;
+    training_section.fail("attention", why.str(), "attention: flash or sdpa, or a model with attention_dropout 0");
   }
   scenario.training = load_training(training_section, scenario.model.max_positions, file.parent_path());
 
   if (!top.has("cluster")) top.fail("cluster", "is missing", "a cluster section with `hardware:`");
   scenario.cluster = load_cluster(top.section("cluster"), bundled);
+  if (attention == AttentionImpl::kFlash3 && (scenario.cluster.calibration.attention_flash3_efficiency <= 0 ||
+                                                scenario.cluster.calibration.attention_flash3_backward_efficiency <= 0)) {
+    std::ostringstream why;
+    why << "is flash3, but FlashAttention-3 runs only on Hopper GPUs (sm90) and "
+        << scenario.cluster.hardware.gpu.model << " has no measured FlashAttention-3 rate";
+    training_section.fail("attention", why.str(),
+                          "attention: flash (FlashAttention-2), or cluster.calibration."
+                          "attention_flash3_efficiency and attention_flash3_backward_efficiency for this GPU");
+  }
 
   const TrainingFacts facts{scenario.training.micro_batch, scenario.training.grad_accum,
                             scenario.training.dtype, scenario.cluster.world_size(),

@@ -52,7 +52,9 @@ nlohmann::ordered_json scenario_to_json(const Scenario& scenario) {
       {"sustained_clock_fraction", cal.sustained_clock_fraction},
       {"kernel_gap_ns", cal.kernel_gap_ns},
       {"attention_efficiency", cal.attention_efficiency},
-      {"attention_backward_efficiency", cal.attention_backward_efficiency}};
+      {"attention_backward_efficiency", cal.attention_backward_efficiency},
+      {"attention_flash3_efficiency", cal.attention_flash3_efficiency},
+      {"attention_flash3_backward_efficiency", cal.attention_flash3_backward_efficiency}};
   // Host costs: the speed (JSON has no infinity: a free host is "inf"), then every DeepSpeed
   // host term at host_speed 1.
   calibration["host_speed"] = std::isinf(cal.host_speed) ? nlohmann::ordered_json("inf")

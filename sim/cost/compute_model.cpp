@@ -31,6 +31,10 @@ constexpr double kAttentionHalfSeqForward = 412;
 constexpr double kAttentionExponentForward = 1.30;
 constexpr double kAttentionHalfSeqBackward = 277;
 constexpr double kAttentionExponentBackward = 1.12;
+constexpr double kFlash3HalfSeqForward = 561;
+constexpr double kFlash3ExponentForward = 1.34;
+constexpr double kFlash3HalfSeqBackward = 433;
+constexpr double kFlash3ExponentBackward = 1.38;
 
 TimeNs to_ns(double seconds) {
   const double ns = std::round(seconds * 1e9);
@@ -80,6 +84,8 @@ ComputeModel::ComputeModel(const core::HardwareProfile& profile,
   effective_flops_per_s_ = *peak * calibration.gemm_efficiency * sustained;
   attention_flops_per_s_ = *peak * calibration.attention_efficiency * sustained;
   attention_backward_flops_per_s_ = *peak * calibration.attention_backward_efficiency * sustained;
+  flash3_flops_per_s_ = *peak * calibration.attention_flash3_efficiency * sustained;
+  flash3_backward_flops_per_s_ = *peak * calibration.attention_flash3_backward_efficiency * sustained;
   kernel_gap_ns_ = calibration.kernel_gap_ns;
   gemm_backward_rate_ratio_ = calibration.gemm_backward_rate_ratio;
   // The tile is a 16-bit tensor-core GEMM's; fp32 GEMMs (SIMT kernels, other tiles) keep the
@@ -131,11 +137,24 @@ TimeNs ComputeModel::gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k) con
                       gemm_shape_fraction(mnk) * gemm_wave_fraction(static_cast<double>(m), static_cast<double>(n)));
 }
 
-double ComputeModel::attention_seq_fraction(std::int64_t seq_len, bool backward) {
+double ComputeModel::attention_seq_fraction(std::int64_t seq_len, bool backward, core::AttentionKernel kernel) {
   if (seq_len <= 0) return 1.0;
-  const double half = backward ? kAttentionHalfSeqBackward : kAttentionHalfSeqForward;
-  const double exponent = backward ? kAttentionExponentBackward : kAttentionExponentForward;
+  const bool flash3 = kernel == core::AttentionKernel::kFlash3;
+  const double half = flash3 ? (backward ? kFlash3HalfSeqBackward : kFlash3HalfSeqForward)
+                             : (backward ? kAttentionHalfSeqBackward : kAttentionHalfSeqForward);
+  const double exponent = flash3 ? (backward ? kFlash3ExponentBackward : kFlash3ExponentForward)
+                                 : (backward ? kAttentionExponentBackward : kAttentionExponentForward);
   return 1.0 / (1.0 + std::pow(half / static_cast<double>(seq_len), exponent));
+}
+
+double ComputeModel::attention_fraction(const core::KernelSpec& kernel, std::int64_t seq_len, bool backward) const {
+  const bool flash3 = kernel.attention_kernel == core::AttentionKernel::kFlash3;
+  const double rate = flash3 ? (backward ? flash3_backward_flops_per_s_ : flash3_flops_per_s_)
+                             : (backward ? attention_backward_flops_per_s_ : attention_flops_per_s_);
+  if (!(rate > 0)) {
+    throw std::invalid_argument("a FlashAttention-3 kernel on a GPU without its rates (attention_flash3_efficiency)");
+  }
+  return rate / effective_flops_per_s_ * attention_seq_fraction(seq_len, backward, kernel.attention_kernel);
 }
 
 std::optional<ComputeModel::GemmTiles> ComputeModel::gemm_tiles(const core::KernelSpec& kernel, std::int64_t micro_batch,
@@ -162,8 +181,7 @@ TimeNs ComputeModel::kernel_forward_ns(const core::KernelSpec& kernel, std::int6
   switch (kernel.kind) {
     case core::KernelKind::kGemm: return kernel_ns_at(flops, bytes, gemm_fraction(kernel, micro_batch, seq_len));
     case core::KernelKind::kAttention:
-      return kernel_ns_at(flops, bytes,
-                          attention_flops_per_s_ / effective_flops_per_s_ * attention_seq_fraction(seq_len, false));
+      return kernel_ns_at(flops, bytes, attention_fraction(kernel, seq_len, false));
     case core::KernelKind::kMemory: return kernel_ns_at(flops, bytes, 1.0);
   }
   throw std::logic_error("kernel_forward_ns: unknown KernelKind");
@@ -181,9 +199,7 @@ TimeNs ComputeModel::kernel_backward_ns(const core::KernelSpec& kernel, std::int
     case core::KernelKind::kGemm:
       return kernel_ns_at(flops, bytes, gemm_backward_rate_ratio_ * gemm_fraction(kernel, micro_batch, seq_len));
     case core::KernelKind::kAttention:
-      return kernel_ns_at(flops, bytes,
-                          attention_backward_flops_per_s_ / effective_flops_per_s_ *
-                              attention_seq_fraction(seq_len, true));
+      return kernel_ns_at(flops, bytes, attention_fraction(kernel, seq_len, true));
     case core::KernelKind::kMemory: return kernel_ns_at(flops, bytes, 1.0);
   }
   throw std::logic_error("kernel_backward_ns: unknown KernelKind");

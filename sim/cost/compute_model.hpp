@@ -76,7 +76,9 @@ class ComputeModel {
   //   gemm       FLOPs at gemm_efficiency x gemm_shape_fraction(its volume) x
   //              gemm_wave_fraction(its M, N) where the kernel knows N and K, or its bytes;
   //   attention  FLOPs at attention_efficiency (backward: attention_backward_efficiency) x
-  //              attention_seq_fraction(s), or its bytes;
+  //              attention_seq_fraction(s), or its bytes; FlashAttention-3 kernels at
+  //              attention_flash3_efficiency (backward: attention_flash3_backward_efficiency) x
+  //              its own curve;
   //   memory     bytes at the memory ceiling, or its FLOPs at the dense ceiling.
   TimeNs kernel_forward_ns(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
   TimeNs kernel_backward_ns(const core::KernelSpec& kernel, std::int64_t micro_batch, std::int64_t seq_len) const;
@@ -86,7 +88,10 @@ class ComputeModel {
   // 512 to 16k tokens: forward causal 191..335 TFLOPS, s0 = 412, p = 1.30; backward 214..322,
   // s0 = 277, p = 1.12; Shah et al. 2024, arXiv:2407.08608, figures 5 and 6); within 3% of each
   // point. Short sequences leave more of the causal diagonal's blocks half-empty.
-  static double attention_seq_fraction(std::int64_t seq_len, bool backward);
+  // FlashAttention-3's own curve from the same figures: forward causal 292..616 TFLOPS, s0 = 561,
+  // p = 1.34; backward 316..561, s0 = 433, p = 1.38 (within 4% of each point).
+  static double attention_seq_fraction(std::int64_t seq_len, bool backward,
+                                       core::AttentionKernel kernel = core::AttentionKernel::kFlash2);
 
   // A module's own work (children excluded) on the compute stream: its kernels back to back,
   // each kernel_gap after the previous one, and none before the host issued it (one launch per
@@ -157,6 +162,10 @@ class ComputeModel {
   double effective_flops_per_s_ = 0;
   double attention_flops_per_s_ = 0;
   double attention_backward_flops_per_s_ = 0;
+  double flash3_flops_per_s_ = 0;           // 0: no FlashAttention-3 on this GPU
+  double flash3_backward_flops_per_s_ = 0;
+  // The attention rate of `kernel` (forward or backward) relative to the GEMM rate, at s.
+  double attention_fraction(const core::KernelSpec& kernel, std::int64_t seq_len, bool backward) const;
   TimeNs kernel_gap_ns_ = 0;
   double effective_memory_bytes_per_s_ = 0;
   double compute_time_scale_ = 1;

@@ -232,6 +232,60 @@ TEST(ComputeModel, AttentionSequenceFractionReproducesFlashAttention2OnH100) {
   }
 }
 
+TEST(ComputeModel, Flash3SequenceFractionReproducesFlashAttention3OnH100) {
+  // The same figures' FlashAttention-3 TFLOPS (forward causal, backward), H100 SXM5, head dim 128.
+  const std::vector<std::int64_t> seq{512, 1024, 2048, 4096, 8192, 16384};
+  const std::vector<double> forward{292, 423, 521, 579, 602, 616};
+  const std::vector<double> backward{316, 424, 501, 542, 559, 561};
+  const auto fa3 = pc::AttentionKernel::kFlash3;
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    const double f = ps::ComputeModel::attention_seq_fraction(seq[i], false, fa3) /
+                     ps::ComputeModel::attention_seq_fraction(16384, false, fa3);
+    const double g = ps::ComputeModel::attention_seq_fraction(seq[i], true, fa3) /
+                     ps::ComputeModel::attention_seq_fraction(16384, true, fa3);
+    EXPECT_NEAR(f, forward[i] / forward.back(), 0.04 * forward[i] / forward.back()) << seq[i];
+    EXPECT_NEAR(g, backward[i] / backward.back(), 0.04 * backward[i] / backward.back()) << seq[i];
+  }
+}
+
+// attention: flash3 prices the same FLOPs at FlashAttention-3's rates: 616 / 335 faster forward
+// and 561 / 322 backward at 16k tokens on an H100, and only there.
+TEST(ComputeModel, Flash3KernelRunsAtFlashAttention3sRates) {
+  const auto p = profile("h100-sxm-8x");
+  const ps::ComputeModel compute(p, p.calibration, pc::DType::kBF16);
+  const pc::ModelSpec fa2 = model("llama-2-7b", pc::AttentionImpl::kFlash);
+  const pc::ModelSpec fa3 = model("llama-2-7b", pc::AttentionImpl::kFlash3);
+  const auto find_attention = [](const pc::ModuleSpec& m) {
+    for (const pc::KernelSpec& k : m.kernels) {
+      if (k.kind == pc::KernelKind::kAttention) return k;
+    }
+    throw std::logic_error("no attention kernel");
+  };
+  const pc::KernelSpec a2 = find_attention(module_named(fa2, "model.layers.0.self_attn"));
+  const pc::KernelSpec a3 = find_attention(module_named(fa3, "model.layers.0.self_attn"));
+  EXPECT_EQ(a3.op, "flash_attn_3");
+  EXPECT_EQ(a3.attention_kernel, pc::AttentionKernel::kFlash3);
+  EXPECT_EQ(a2.attention_kernel, pc::AttentionKernel::kFlash2);
+  EXPECT_EQ(a3.flops.per_token_per_position, a2.flops.per_token_per_position);
+  const auto ratio = [&](bool backward) {
+    const auto ns = [&](const pc::KernelSpec& k) {
+      return static_cast<double>(backward ? compute.kernel_backward_ns(k, 1, 16384) : compute.kernel_forward_ns(k, 1, 16384));
+    };
+    return ns(a2) / ns(a3);
+  };
+  const auto curve = [](bool backward, pc::AttentionKernel kernel) {
+    return ps::ComputeModel::attention_seq_fraction(16384, backward, kernel);
+  };
+  EXPECT_NEAR(ratio(false), 616.0 / 335.0 * curve(false, pc::AttentionKernel::kFlash3) /
+                                curve(false, pc::AttentionKernel::kFlash2), 1e-3);
+  EXPECT_NEAR(ratio(true), 561.0 / 322.0 * curve(true, pc::AttentionKernel::kFlash3) /
+                               curve(true, pc::AttentionKernel::kFlash2), 1e-3);
+  // Without FlashAttention-3's rates (an A100), pricing its kernel is a programming error.
+  const auto a100 = profile("a100-sxm-8x");
+  const ps::ComputeModel ampere(a100, a100.calibration, pc::DType::kBF16);
+  EXPECT_THROW((void)ampere.kernel_forward_ns(a3, 1, 4096), std::invalid_argument);
+}
+
 TEST(ComputeModel, AttentionKernelRunsAtTheMeasuredEfficiencyNotTheGemms) {
   const auto p = profile("h100-sxm-8x");
   const ps::ComputeModel compute(p, p.calibration, pc::DType::kBF16);

@@ -225,3 +225,39 @@ TEST(Scenario, MisspeltExpectKeyNamesTheClosestOfEveryKey) {
   // A key the file does not hold is still a key: the MoE checks are accepted beside status.
   EXPECT_NO_THROW(load(std::string(kMinimal) + "expect:\n  status: ok\n  trace_invalidation_cost_ms: [0, 1]\n"));
 }
+
+// FlashAttention-3 is Hopper-only and has no dropout: a scenario asking for it elsewhere, or with
+// a model that trains with attention dropout, is refused naming training.attention.
+TEST(Scenario, Flash3RunsOnlyOnHopperWithoutAttentionDropout) {
+  const auto refused = [](const std::string& text, const std::string& needle) {
+    try {
+      load(text);
+      ADD_FAILURE() << "flash3 was accepted:\n" << text;
+    } catch (const pc::InputError& e) {
+      EXPECT_EQ(e.key(), "training.attention");
+      EXPECT_NE(std::string(e.problem()).find(needle), std::string::npos) << e.problem();
+    }
+  };
+  const pc::Scenario hopper = load(
+      "model: llama-2-7b\ntraining: {micro_batch: 1, seq_len: 4096, attention: flash3}\n"
+      "cluster: {hardware: h100-sxm-8x}\n");
+  EXPECT_EQ(hopper.training.attention, pc::AttentionImpl::kFlash3);
+  EXPECT_NEAR(hopper.cluster.calibration.attention_flash3_efficiency, 616.0 / 989.0, 1e-12);
+  EXPECT_NEAR(hopper.cluster.calibration.attention_flash3_backward_efficiency, 561.0 / 989.0, 1e-12);
+  refused("model: llama-2-7b\ntraining: {micro_batch: 1, seq_len: 4096, attention: flash3}\n"
+          "cluster: {hardware: a100-sxm-8x}\n",
+          "runs only on Hopper");
+  // GPT-2 trains with attn_pdrop 0.1.
+  refused("model: gpt2-small\ntraining: {micro_batch: 1, seq_len: 512, attention: flash3}\n"
+          "cluster: {hardware: h100-sxm-8x}\n",
+          "no dropout");
+  refused("model: llama-2-7b\ntraining: {micro_batch: 1, seq_len: 512, attention: flash3, dtype: fp32}\n"
+          "cluster: {hardware: h100-sxm-8x}\n",
+          "only fp16 and bf16");
+  // A GPU without a measured rate may run it once its rates are calibrated.
+  const pc::Scenario calibrated = load(
+      "model: llama-2-7b\ntraining: {micro_batch: 1, seq_len: 4096, attention: flash3}\n"
+      "cluster:\n  hardware: a100-sxm-8x\n  calibration: {attention_flash3_efficiency: 0.6, "
+      "attention_flash3_backward_efficiency: 0.5}\n");
+  EXPECT_DOUBLE_EQ(calibrated.cluster.calibration.attention_flash3_efficiency, 0.6);
+}
