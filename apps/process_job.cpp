@@ -65,7 +65,8 @@ std::unique_ptr<gpu::ProcessLink> join_process_job(const LauncherOptions& option
     me = gpu::launch_rank_from_environment();
   } catch (const std::invalid_argument& e) {
     throw core::InputError({"<environment>", 0}, "--launcher env", e.what(),
-                           "one process per rank with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun) or under srun");
+                           "one process per rank with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun) or under srun, and "
+                           "the job's PREFETCHLAB_JOB_SECRET");
   }
   // What every rank must agree on: the command, the scenario's bytes and the arguments that
   // change the run (overrides, hardware, repeats).

@@ -216,7 +216,8 @@ if ((gpus >= 2)); then
   step validate-2gpu 60 "$cli" validate scenarios/host/tiny-llama-host.yaml --backend cuda \
     $(hardware_of "$out/cuda-2gpu.yaml") --set cluster.gpus_per_node=2 -o "$out/validate-2gpu"
   # The same as two processes, one GPU each (LOCAL_RANK), as torchrun would start them.
-  step validate-2gpu-processes 90 bash -c 'pids=(); for r in 0 1; do RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r \
+  step validate-2gpu-processes 90 env PREFETCHLAB_JOB_SECRET="gpu-check-$RANDOM$RANDOM-secret" \
+    bash -c 'pids=(); for r in 0 1; do RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r \
     MASTER_ADDR=127.0.0.1 MASTER_PORT=29518 "$0" validate scenarios/host/tiny-llama-host.yaml --backend cuda \
     --launcher env --repeats 1 --set cluster.gpus_per_node=2 -o "$1" & pids+=($!); done
     rc=0; for p in "${pids[@]}"; do wait "$p" || rc=1; done; exit $rc' "$cli" "$out/validate-2gpu-processes"

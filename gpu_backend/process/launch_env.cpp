@@ -1,5 +1,7 @@
 #include "gpu_backend/process/launch_env.hpp"
 
+#include "gpu_backend/process/job_secret.hpp"
+
 #include <charconv>
 #include <cstdlib>
 #include <stdexcept>
@@ -82,6 +84,7 @@ LaunchRank launch_rank_from(const std::function<const char*(const char*)>& looku
   } else {
     out.master_port = kDefaultPort;
   }
+  out.secret = job_secret_from(lookup, out.world_size);
   return out;
 }
 

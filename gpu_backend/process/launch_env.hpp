@@ -11,7 +11,8 @@
 // RANK/WORLD_SIZE win over the Slurm names when both are set (a torchrun inside an allocation).
 // torchrun's agent itself serves a TCPStore on MASTER_PORT when it sets
 // TORCHELASTIC_USE_AGENT_STORE=True (pytorch/pytorch#125743), so rank 0's store then takes
-// MASTER_PORT + 1. PREFETCHLAB_STORE_PORT, when set, is the port in every case.
+// MASTER_PORT + 1. PREFETCHLAB_STORE_PORT, when set, is the port in every case. The job's secret
+// comes from PREFETCHLAB_JOB_SECRET or PREFETCHLAB_JOB_SECRET_FILE (job_secret.hpp).
 #include <functional>
 #include <string>
 
@@ -24,6 +25,7 @@ struct LaunchRank {
   std::string master_addr;   // host name or address of rank 0's store
   int master_port = 0;
   std::string launcher;      // "torchrun-style environment" or "Slurm (srun)": for messages
+  std::string secret;        // the job's shared secret (job_secret.hpp): rank 0's store admits only its holders
 };
 
 // Reads the variables through `lookup` (nullptr when unset). Throws std::invalid_argument naming

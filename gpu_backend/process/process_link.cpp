@@ -17,11 +17,24 @@ constexpr std::chrono::milliseconds kPoll{50};
 
 ProcessLink::ProcessLink(const LaunchRank& me, const std::string& run, std::chrono::milliseconds timeout)
     : me_(me), timeout_(timeout) {
-  if (me.rank == 0) store_ = std::make_unique<net::ProcessStore>(net::StoreOptions{me.master_port, me.world_size, timeout});
+  if (me.rank == 0) {
+    net::StoreOptions options;
+    options.bind_address = me.master_addr;
+    options.port = me.master_port;
+    options.secret = me.secret;
+    options.world_size = me.world_size;
+    options.timeout = timeout;
+    store_ = std::make_unique<net::ProcessStore>(options);
+  }
   connection_ = net::TcpConnection::connect(me.master_addr, me.master_port, timeout);
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  send(Message::kHello, {{"rank", me.rank}, {"world_size", me.world_size}, {"version", kVersion}, {"run", run}, {"host", host}});
+  send(Message::kHello, {{"secret", me.secret},
+                         {"rank", me.rank},
+                         {"world_size", me.world_size},
+                         {"version", kVersion},
+                         {"run", run},
+                         {"host", host}});
   const auto deadline = Clock::now() + timeout + std::chrono::seconds(5);
   for (;;) {
     std::optional<net::Frame> frame;

@@ -14,6 +14,7 @@
 
 #include "gpu_backend/device/host_kernels.hpp"
 #include "gpu_backend/device/rank_failure.hpp"
+#include "gpu_backend/process/job_secret.hpp"
 #include "gpu_backend/process/tcp_frames.hpp"
 
 namespace prefetchlab::gpu::net {
@@ -24,6 +25,11 @@ using nlohmann::json;
 
 constexpr std::chrono::milliseconds kPoll{20};
 constexpr std::chrono::seconds kHeartbeat{1};
+// What a connection that has not yet proved the job's secret may do: one hello of a few fields,
+// within a few seconds, alongside at most a few dozen others.
+constexpr std::uint64_t kStrangerHeaderBytes = 64 << 10;
+constexpr std::chrono::seconds kStrangerWait{10};
+constexpr std::size_t kMaxStrangers = 64;
 
 struct Posted {
   json header;
@@ -34,6 +40,8 @@ struct Posted {
 struct Peer {
   TcpConnection conn;
   int rank = -1;  // -1 until its hello
+  bool authenticated = false;  // its hello held the job's secret
+  Clock::time_point connected{};
   bool gone = false;
   bool said_bye = false;
   std::deque<Posted> collectives;
@@ -50,9 +58,10 @@ class ProcessStore::Server {
  public:
   Server(const StoreOptions& options)
       : options_(options),
-        listener_(options.port),
+        listener_(options.bind_address, options.port),
         started_(Clock::now()),
-        job_("prefetchlab-" + std::to_string(options.port) + "-" + std::to_string(::getpid())) {}
+        // Unguessable, so that no other user can create this job's shared memory files first.
+        job_("prefetchlab-" + std::to_string(options.port) + "-" + random_hex(16)) {}
 
   const std::string& job() const { return job_; }
 
@@ -63,10 +72,12 @@ class ProcessStore::Server {
     ::poll(fds.data(), fds.size(), static_cast<int>(kPoll.count()));
     if (fds[0].revents & POLLIN) {
       while (auto conn = listener_.accept()) {
+        if (strangers() >= kMaxStrangers) continue;  // closed at once
         conn->set_send_timeout(options_.timeout);
+        conn->set_frame_limits(kStrangerHeaderBytes, 0);
         peers_.emplace_back();
         peers_.back().conn = std::move(*conn);
-        if (!refused_.empty()) send(peers_.back(), Message::kRefused, {{"message", refused_}});
+        peers_.back().connected = Clock::now();
       }
     }
     for (std::size_t i = 0; i < peers_.size(); ++i) {
@@ -96,6 +107,10 @@ class ProcessStore::Server {
     return out;
   }
   std::string name(const Peer& p) const { return p.rank >= 0 ? "rank " + std::to_string(p.rank) : "a connection"; }
+  std::size_t strangers() const {
+    return static_cast<std::size_t>(
+        std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return !p.gone && !p.authenticated; }));
+  }
 
   void send(Peer& p, Message type, const json& header, std::span<const std::byte> data = {}) {
     if (p.gone) return;
@@ -106,9 +121,12 @@ class ProcessStore::Server {
     }
   }
 
+  // Tells the job's own processes only: a refusal names the job's ranks and what they run.
   void refuse(const std::string& message) {
     if (refused_.empty()) refused_ = message;
-    for (Peer& p : peers_) send(p, Message::kRefused, {{"message", refused_}});
+    for (Peer& p : peers_) {
+      if (p.authenticated) send(p, Message::kRefused, {{"message", refused_}});
+    }
   }
 
   void abort(const RankFailure& failure) {
@@ -191,6 +209,24 @@ class ProcessStore::Server {
   }
 
   void hello(Peer& p, const json& h) {
+    if (p.authenticated) throw std::runtime_error("said hello twice");
+    const auto secret = h.find("secret");
+    if (secret == h.end() || !secret->is_string() ||
+        !secrets_equal(secret->get_ref<const std::string&>(), options_.secret)) {
+      // Nothing of the job in the answer, and no effect on it.
+      send(p, Message::kRefused,
+           {{"message", "rank 0's store did not accept this process's job secret (PREFETCHLAB_JOB_SECRET or "
+                        "PREFETCHLAB_JOB_SECRET_FILE must be the same for every rank)"}});
+      p.gone = true;
+      p.conn.close();
+      return;
+    }
+    p.authenticated = true;
+    p.conn.set_frame_limits(std::uint64_t{1} << 20, std::uint64_t{1} << 40);
+    if (!refused_.empty()) {
+      send(p, Message::kRefused, {{"message", refused_}});
+      return;
+    }
     const int rank = h.at("rank").get<int>();
     const int world = h.at("world_size").get<int>();
     const std::string version = h.at("version").get<std::string>();
@@ -324,6 +360,12 @@ class ProcessStore::Server {
 
   void check_time() {
     const auto now = Clock::now();
+    for (Peer& p : peers_) {
+      if (!p.gone && !p.authenticated && now - p.connected > kStrangerWait) {
+        p.gone = true;
+        p.conn.close();
+      }
+    }
     if (!admitted_ && refused_.empty() && now - started_ > options_.timeout) {
       std::ostringstream missing;
       const auto all = ranks();
@@ -391,7 +433,10 @@ class ProcessStore::Server {
   std::string job_;  // names this job's shared memory files (shared_memory_slots.hpp)
 };
 
-ProcessStore::ProcessStore(const StoreOptions& options) : server_(std::make_unique<Server>(options)) {
+ProcessStore::ProcessStore(const StoreOptions& options) {
+  // An empty secret would admit anyone.
+  if (options.secret.size() < 16) throw std::invalid_argument("the store needs the job's secret, 16 bytes or more");
+  server_ = std::make_unique<Server>(options);
   thread_ = std::thread([this] {
     try {
       while (!stop_.load() && server_->step()) {

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "gpu_backend/process/process_protocol.hpp"
@@ -24,7 +25,12 @@
 namespace prefetchlab::gpu::net {
 
 struct StoreOptions {
+  // Where to listen: MASTER_ADDR, the address the ranks were told (never every interface).
+  std::string bind_address = "127.0.0.1";
   int port = 29500;
+  // The job's secret (job_secret.hpp): a connection whose hello does not hold it is dropped with
+  // a refusal that names nothing of the job, and cannot refuse, abort or join it.
+  std::string secret;
   int world_size = 1;
   // A rank that has not reached a collective (or sent its records) this long after the latest
   // rank did, or has not connected this long after the store started, fails the job.

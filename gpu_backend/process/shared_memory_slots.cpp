@@ -21,7 +21,8 @@ std::string SharedMemorySlots::name(const std::string& prefix, int rank) { retur
 SharedMemorySlots::SharedMemorySlots(std::string prefix, int rank, int world_size)
     : prefix_(std::move(prefix)), rank_(rank), mappings_(static_cast<std::size_t>(world_size)) {
   const std::string own = name(prefix_, rank_);
-  const int fd = ::shm_open(own.c_str(), O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0600);
+  // Exclusive: a file of that name that someone else made first is refused, never adopted.
+  const int fd = ::shm_open(own.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error("cannot create the shared memory file " + own + ": " + errno_text());
   mappings_[static_cast<std::size_t>(rank_)].fd = fd;
 }
@@ -37,8 +38,20 @@ SharedMemorySlots::~SharedMemorySlots() {
 void SharedMemorySlots::open(int rank, Mapping& m) {
   if (m.fd >= 0) return;
   const std::string file = name(prefix_, rank);
-  m.fd = ::shm_open(file.c_str(), O_RDONLY | O_CLOEXEC, 0);
+  m.fd = ::shm_open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
   if (m.fd < 0) throw std::runtime_error("cannot open rank " + std::to_string(rank) + "'s shared memory " + file + ": " + errno_text());
+  // A peer's file is this user's, private: one another user planted is refused.
+  struct stat info {};
+  std::string problem;
+  if (::fstat(m.fd, &info) != 0) problem = errno_text();
+  else if (info.st_uid != ::geteuid()) problem = "is owned by another user";
+  else if ((info.st_mode & 077) != 0) problem = "is open to other users";
+  if (!problem.empty()) {
+    ::close(m.fd);
+    m.fd = -1;
+    throw std::runtime_error("rank " + std::to_string(rank) + "'s shared memory " + file + " " + problem +
+                             " (not this job's: refused)");
+  }
 }
 
 void SharedMemorySlots::open_peers() {

@@ -2,7 +2,9 @@
 // The data path of the host device's collectives between processes on one node: each rank
 // writes its input into a POSIX shared-memory file of its own (`/dev/shm`), and every rank reads
 // its peers' files to compute its own output, as the threads' rendezvous reads peers' buffers.
-// The files are named by the job, the device group and the rank, and grow to the largest input;
+// The files are named by the job (an unguessable name from rank 0's store), the device group and
+// the rank, created exclusively with mode 0600, and a peer's is opened only if this user owns it
+// and no one else may read it; they grow to the largest input;
 // a peer's file is mapped when first read and mapped again when it has grown. Ordering (written
 // before read, read before overwritten) comes from rank 0's store: a round trip before and after
 // each collective (process_transport.cpp).

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -90,15 +91,26 @@ TcpConnection TcpConnection::connect(const std::string& host, int port, std::chr
 }
 
 TcpConnection::TcpConnection(int fd) : fd_(fd) {}
-TcpConnection::TcpConnection(TcpConnection&& other) noexcept : fd_(other.fd_), buffer_(std::move(other.buffer_)) { other.fd_ = -1; }
+TcpConnection::TcpConnection(TcpConnection&& other) noexcept
+    : fd_(other.fd_), buffer_(std::move(other.buffer_)), max_header_bytes_(other.max_header_bytes_),
+      max_data_bytes_(other.max_data_bytes_) {
+  other.fd_ = -1;
+}
 TcpConnection& TcpConnection::operator=(TcpConnection&& other) noexcept {
   if (this != &other) {
     close();
     fd_ = other.fd_;
     buffer_ = std::move(other.buffer_);
+    max_header_bytes_ = other.max_header_bytes_;
+    max_data_bytes_ = other.max_data_bytes_;
     other.fd_ = -1;
   }
   return *this;
+}
+
+void TcpConnection::set_frame_limits(std::uint64_t max_header_bytes, std::uint64_t max_data_bytes) {
+  max_header_bytes_ = std::min(max_header_bytes, kMaxHeaderBytes);
+  max_data_bytes_ = std::min(max_data_bytes, kMaxDataBytes);
 }
 TcpConnection::~TcpConnection() { close(); }
 
@@ -132,7 +144,7 @@ std::optional<Frame> TcpConnection::take_frame() {
   if (get_u32(buffer_.data()) != kMagic) throw std::runtime_error("a frame without PrefetchLab's magic (not a prefetchlab rank?)");
   const std::uint64_t header_bytes = get_u32(buffer_.data() + 8);
   const std::uint64_t data_bytes = get_u64(buffer_.data() + 12);
-  if (header_bytes > kMaxHeaderBytes || data_bytes > kMaxDataBytes) throw std::runtime_error("a frame of implausible size");
+  if (header_bytes > max_header_bytes_ || data_bytes > max_data_bytes_) throw std::runtime_error("a frame larger than this connection accepts");
   const std::uint64_t total = kHeadBytes + header_bytes + data_bytes;
   if (buffer_.size() < total) return std::nullopt;
   Frame frame;
@@ -170,35 +182,38 @@ std::optional<Frame> TcpConnection::receive(std::chrono::milliseconds wait) {
   }
 }
 
-TcpListener::TcpListener(int port) {
-  fd_ = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  bool v6 = fd_ >= 0;
-  if (!v6) fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd_ < 0) throw std::runtime_error("cannot open a socket: " + errno_text());
-  const int one = 1, zero = 0;
-  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  int rc = -1;
-  if (v6) {
-    // Both IPv4 and IPv6 peers (MASTER_ADDR may name either).
-    ::setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    sockaddr_in6 addr{};
-    addr.sin6_family = AF_INET6;
-    addr.sin6_addr = in6addr_any;
-    addr.sin6_port = htons(static_cast<std::uint16_t>(port));
-    rc = ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  } else {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    rc = ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+TcpListener::TcpListener(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  if (rc != 0) {
+    throw std::runtime_error("rank 0 cannot resolve MASTER_ADDR '" + host + "' to serve the store: " + ::gai_strerror(rc));
   }
-  if (rc != 0 || ::listen(fd_, 1024) != 0) {
-    const std::string why = errno_text();
-    ::close(fd_);
-    fd_ = -1;
-    throw std::runtime_error("rank 0 cannot serve the store on port " + std::to_string(port) + ": " + why +
-                             " (another job on this node? set MASTER_PORT)");
+  std::string why = "no address";
+  for (addrinfo* a = found; a && fd_ < 0; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) {
+      why = errno_text();
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    // Only the address the ranks were told (MASTER_ADDR): a store on every interface would let
+    // anyone who reaches the node knock.
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) {
+      fd_ = fd;
+    } else {
+      why = errno_text();
+      ::close(fd);
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd_ < 0) {
+    throw std::runtime_error("rank 0 cannot serve the store at " + host + ":" + std::to_string(port) + ": " + why +
+                             " (another job on this node? set MASTER_PORT; is MASTER_ADDR this node's address?)");
   }
 }
 

@@ -46,6 +46,9 @@ class TcpConnection {
   bool open() const { return fd_ >= 0; }
   // A send blocked longer than this (a peer that stopped reading) throws ConnectionLost.
   void set_send_timeout(std::chrono::milliseconds timeout);
+  // The largest frame this side accepts: receive() throws std::runtime_error as soon as a frame's
+  // head announces more, before any of it is buffered. Defaults: 1 MiB of header, 1 TiB of data.
+  void set_frame_limits(std::uint64_t max_header_bytes, std::uint64_t max_data_bytes);
   // Sends one whole frame (blocking). Throws ConnectionLost.
   void send(std::uint32_t type, const nlohmann::json& header, std::span<const std::byte> data = {});
   // Reads what has arrived, waiting up to `wait` for bytes; returns a frame once one is whole.
@@ -57,12 +60,16 @@ class TcpConnection {
   std::optional<Frame> take_frame();
   int fd_ = -1;
   std::vector<std::byte> buffer_;  // bytes received, not yet a whole frame
+  std::uint64_t max_header_bytes_ = std::uint64_t{1} << 20;
+  std::uint64_t max_data_bytes_ = std::uint64_t{1} << 40;
 };
 
 class TcpListener {
  public:
-  // Listens on every address at `port`. Throws std::runtime_error when the port is taken.
-  explicit TcpListener(int port);
+  // Listens at `host`'s address (a name or a numeric address of this machine: loopback for a
+  // one-node job, the interface other nodes reach for several) and `port`. Throws
+  // std::runtime_error when the port is taken or the address is not this machine's.
+  TcpListener(const std::string& host, int port);
   TcpListener(const TcpListener&) = delete;
   TcpListener& operator=(const TcpListener&) = delete;
   ~TcpListener();

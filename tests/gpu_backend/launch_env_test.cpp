@@ -10,8 +10,12 @@ namespace pg = prefetchlab::gpu;
 
 namespace {
 
+// The job's secret is its own concern (job_secret_test.cpp): every environment here holds one.
+constexpr const char* kSecret = "launch-env-test-secret-0123";
+
 pg::LaunchRank read(const std::map<std::string, std::string>& env) {
   return pg::launch_rank_from([&](const char* name) -> const char* {
+    if (std::string(name) == "PREFETCHLAB_JOB_SECRET" && !env.count(name)) return kSecret;
     const auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   });

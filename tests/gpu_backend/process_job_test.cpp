@@ -4,7 +4,10 @@
 // (gpu_backend/process/process_store.hpp, process_link.hpp, process_transport.hpp, rank_records.hpp).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,7 +21,9 @@
 #include "gpu_backend/executor/executor.hpp"
 #include "gpu_backend/host/host_device.hpp"
 #include "gpu_backend/process/process_link.hpp"
+#include "gpu_backend/process/job_secret.hpp"
 #include "gpu_backend/process/process_transport.hpp"
+#include "gpu_backend/process/shared_memory_slots.hpp"
 #include "gpu_backend/process/tcp_frames.hpp"
 #include "gpu_backend/executor/rank_records.hpp"
 #include "tests/support/host_scenario.hpp"
@@ -33,6 +38,9 @@ namespace {
 // The store's timeout: a rank that stays away is named after it. (Admission waits as long, so a
 // loaded machine's slow thread start is not a refusal.)
 constexpr auto kTimeout = std::chrono::milliseconds(2000 * pt::kSanitizerSlowdown);
+
+// The job's secret (gpu_backend/process/job_secret.hpp).
+constexpr const char* kSecret = "process-job-test-secret-0123";
 
 // A TCP port nothing listens on now (the kernel's pick).
 int free_port() {
@@ -55,6 +63,7 @@ pg::LaunchRank rank_of(int rank, int world, int port) {
   me.master_addr = "127.0.0.1";
   me.master_port = port;
   me.launcher = "test";
+  me.secret = kSecret;
   return me;
 }
 
@@ -213,7 +222,7 @@ TEST(ProcessStore, AnotherPrefetchlabVersionIsRefused) {
   });
   auto connection = pg::net::TcpConnection::connect("127.0.0.1", port, kTimeout);
   connection.send(static_cast<std::uint32_t>(pg::net::Message::kHello),
-                  {{"rank", 1}, {"world_size", 2}, {"version", "0.0-other"}, {"run", "run"}, {"host", "elsewhere"}});
+                  {{"secret", kSecret}, {"rank", 1}, {"world_size", 2}, {"version", "0.0-other"}, {"run", "run"}, {"host", "elsewhere"}});
   std::optional<pg::net::Frame> answer;
   const auto until = std::chrono::steady_clock::now() + kTimeout;
   while (!answer && std::chrono::steady_clock::now() < until) answer = connection.receive(std::chrono::milliseconds(50));
@@ -369,4 +378,126 @@ TEST(ProcessTransport, SharedMemoryMovesTheSameBytesAsTheStore) {
   }
   EXPECT_EQ(out[0], out[1]);
   EXPECT_EQ(out[0][0], out[0][2]);
+}
+
+// Another user on the node, who can reach the store's port but does not know the job's secret
+// (issue 46, S1): a hello that claims a rank, a forged abort, a frame that announces gigabytes.
+// None of it refuses, aborts, delays or fills the job, and no answer names it.
+TEST(ProcessStoreSecurity, AStrangerCannotJoinAbortFillOrLearnTheJob) {
+  const int port = free_port();
+  const std::string run = "run: the job's own scenario digest";
+  std::vector<std::string> errors(2);
+  std::vector<float> results(2, -1);
+  const auto rank = [&](int r) {
+    try {
+      pg::ProcessLink link(rank_of(r, 2, port), run, kTimeout);
+      const std::vector<float> one{1.0f + static_cast<float>(r)};
+      results[static_cast<std::size_t>(r)] =
+          floats(link.collective(header("all_reduce", 4, 4, 0), std::as_bytes(std::span(one)))).at(0);
+    } catch (const std::exception& e) {
+      errors[static_cast<std::size_t>(r)] = e.what();
+    }
+  };
+  std::thread rank0(rank, 0);
+  const auto until_closed = [](pg::net::TcpConnection& c) {
+    std::vector<pg::net::Frame> frames;
+    const auto until = std::chrono::steady_clock::now() + kTimeout;
+    try {
+      while (std::chrono::steady_clock::now() < until) {
+        if (auto f = c.receive(std::chrono::milliseconds(20))) frames.push_back(std::move(*f));
+      }
+    } catch (const pg::net::ConnectionLost&) {
+      return std::make_pair(true, frames);
+    }
+    return std::make_pair(false, frames);
+  };
+  // Claims rank 1 with a wrong secret and a WORLD_SIZE that would refuse the job.
+  auto impostor = pg::net::TcpConnection::connect("127.0.0.1", port, kTimeout);
+  impostor.send(static_cast<std::uint32_t>(pg::net::Message::kHello),
+                {{"secret", "not-the-secret-0123456789"}, {"rank", 1}, {"world_size", 9}, {"version", "x"}, {"run", "x"}});
+  const auto [impostor_closed, impostor_frames] = until_closed(impostor);
+  EXPECT_TRUE(impostor_closed);
+  ASSERT_EQ(impostor_frames.size(), 1u);
+  EXPECT_EQ(impostor_frames[0].type, static_cast<std::uint32_t>(pg::net::Message::kRefused));
+  const std::string told = impostor_frames[0].header.dump();
+  EXPECT_NE(told.find("job secret"), std::string::npos) << told;
+  for (const char* secret_of_the_job : {"run:", "prefetchlab-", "rank 0 serves", "digest"}) {
+    EXPECT_EQ(told.find(secret_of_the_job), std::string::npos) << told;
+  }
+  // A forged abort without a hello, and a frame that announces 2 GiB before any hello: dropped.
+  auto forger = pg::net::TcpConnection::connect("127.0.0.1", port, kTimeout);
+  forger.send(static_cast<std::uint32_t>(pg::net::Message::kAbort),
+              {{"rank", 1}, {"kind", 0}, {"operation", "x"}, {"reason", "forged"}});
+  EXPECT_TRUE(until_closed(forger).first);
+  auto filler = pg::net::TcpConnection::connect("127.0.0.1", port, kTimeout);
+  std::vector<std::byte> head(20);
+  const auto put = [&](std::size_t at, std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) head[at + static_cast<std::size_t>(i)] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+  };
+  put(0, 0x50464c31, 4);                    // the frames' magic
+  put(4, 1, 4);                             // a hello
+  put(8, 2, 4);                             // "{}"
+  put(12, std::uint64_t{2} << 30, 8);       // and 2 GiB of data to come
+  ASSERT_EQ(::send(filler.fd(), head.data(), head.size(), MSG_NOSIGNAL), 20);
+  EXPECT_TRUE(until_closed(filler).first);
+  // The job's real rank 1 joins and the job runs as if no one had knocked.
+  std::thread rank1(rank, 1);
+  rank0.join();
+  rank1.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  EXPECT_EQ(results[0], 3.0f);
+  EXPECT_EQ(results[1], 3.0f);
+}
+
+// The store listens at MASTER_ADDR only: bound to 127.0.0.1, it is not reachable at another
+// address of this machine (127.0.0.2 is loopback too, but not the address it was given).
+TEST(ProcessStoreSecurity, TheStoreListensOnlyAtMasterAddr) {
+  const int port = free_port();
+  pg::net::StoreOptions options;
+  options.bind_address = "127.0.0.1";
+  options.port = port;
+  options.world_size = 1;
+  options.secret = kSecret;
+  options.timeout = std::chrono::milliseconds(300);
+  {
+    pg::net::ProcessStore store(options);
+    EXPECT_NO_THROW(pg::net::TcpConnection::connect("127.0.0.1", port, std::chrono::milliseconds(2000)));
+    EXPECT_THROW(pg::net::TcpConnection::connect("127.0.0.2", port, std::chrono::milliseconds(300)), std::runtime_error);
+  }
+  options.secret = "";
+  EXPECT_THROW(pg::net::ProcessStore{options}, std::invalid_argument);
+}
+
+// Shared memory (issue 46, S2): a file another user made first under a rank's name is refused,
+// not adopted, and a peer's file that others may read or write is refused on open.
+TEST(ProcessStoreSecurity, SharedMemoryIsCreatedExclusivelyAndPrivate) {
+  const std::string prefix = "prefetchlab-test-" + pg::random_hex(8);
+  const std::string planted = pg::host::SharedMemorySlots::name(prefix, 0);
+  const int fd = ::shm_open(planted.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ::fchmod(fd, 0666);
+  ::close(fd);
+  EXPECT_THROW(pg::host::SharedMemorySlots(prefix, 0, 2), std::runtime_error);
+  ::shm_unlink(planted.c_str());
+  // Rank 1's file opened to everyone: rank 0 refuses to read it.
+  pg::host::SharedMemorySlots rank0(prefix, 0, 2);
+  {
+    pg::host::SharedMemorySlots rank1(prefix, 1, 2);
+    const std::string name1 = pg::host::SharedMemorySlots::name(prefix, 1);
+    const int fd1 = ::shm_open(name1.c_str(), O_RDWR, 0);
+    ASSERT_GE(fd1, 0);
+    ::fchmod(fd1, 0644);
+    ::close(fd1);
+    try {
+      rank0.open_peers();
+      ADD_FAILURE() << "a peer file open to other users was read";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("is open to other users"), std::string::npos) << e.what();
+    }
+  }
+  // The job's own files (0600) are read.
+  pg::host::SharedMemorySlots peer(prefix + "-b", 1, 2);
+  pg::host::SharedMemorySlots own(prefix + "-b", 0, 2);
+  EXPECT_NO_THROW(own.open_peers());
 }

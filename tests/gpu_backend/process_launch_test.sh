@@ -18,7 +18,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/prefetchlab-launch-XXXXXX")
 pids=()
-jobs_launched=()  # PORT-PID of each job's rank 0: the prefix of its shared memory files
+jobs_launched=()  # each job's port: the prefix of its shared memory files (prefetchlab-PORT-<random>-...)
+# The job's secret, in the launcher's environment as a user would export it (job_secret.hpp).
+export PREFETCHLAB_JOB_SECRET=process-launch-test-$RANDOM$RANDOM-secret
 cleanup() {
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
   # What a failed check left, so that no run of this test fills /dev/shm.
@@ -41,12 +43,12 @@ launch() {
     rank_pids+=($!)
     pids+=($!)
   done
-  job="$port-${rank_pids[0]}"
+  job="$port"
   jobs_launched+=("$job")
 }
 # The last launched job's shared memory files still named in /dev/shm. Each rank removes its
 # file's name once every rank holds every file open (after the first collective), so nothing is
-# left even by a rank killed later. Files are named by the port and rank 0's pid: another job's
+# left even by a rank killed later. Files are named by the port and a random part: another job's
 # (another test, or a run killed long ago) never counts.
 shm_left() { ls /dev/shm 2>/dev/null | grep -c "^prefetchlab-$job-" || true; }
 # wait_rank PID: its exit code in rc (not in a subshell, which cannot wait for this shell's children)
@@ -176,6 +178,13 @@ RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) "$cli" valida
   --repeats 1 -o "$work/world" >"$work/world.log" 2>&1 || rc=$?
 [[ $rc == 2 ]] || fail "WORLD_SIZE 1 for a 2-rank scenario: exit $rc, expected 2"
 grep -q "has 2 ranks but the launcher started 1" "$work/world.log" || fail "the world size message"
+
+# Two processes without the job's secret: refused before anything starts (issue 46, S1).
+rc=0
+env -u PREFETCHLAB_JOB_SECRET RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) "$cli" validate "$scenario" \
+  --backend host --launcher env --repeats 1 -o "$work/nosecret" >"$work/nosecret.log" 2>&1 || rc=$?
+[[ $rc == 2 ]] || fail "no job secret: exit $rc, expected 2"
+grep -q "neither PREFETCHLAB_JOB_SECRET nor PREFETCHLAB_JOB_SECRET_FILE is set" "$work/nosecret.log" || fail "the missing secret's message"
 
 # No launch environment at all.
 rc=0

@@ -14,6 +14,8 @@ source "$here/test-cluster.sh" srun
 fail() { echo "FAIL: $*" >&2; tail -n 5 "$work"/*.log >&2 2>/dev/null || true; exit 1; }
 
 scenario=$repo/scenarios/host/tiny-llama-host.yaml
+# srun hands the submitting shell's environment to every task: the job's secret with it.
+export PREFETCHLAB_JOB_SECRET=slurm-validate-test-$RANDOM$RANDOM-secret
 for tasks in 2 4; do
   args=(--set "cluster.gpus_per_node=$tasks" --repeats 1)
   "$cli" validate "$scenario" --backend host "${args[@]}" -o "$work/threads$tasks" >"$work/threads$tasks.log" 2>&1 ||
