@@ -263,6 +263,38 @@ void refuse_nvme_offload(const YamlSection& zero_section, const ZeroConfig& zero
   }
 }
 
+// ZeRO++ (Wang et al., arXiv:2306.10209; DeepSpeed's zero_hpz_partition_size,
+// zero_quantized_weights, zero_quantized_nontrainable_weights, zero_quantized_gradients) changes
+// the size, group and kernels of every all-gather and reduce-scatter: exactly what this tool
+// times. It is not modelled yet, and simulating plain ZeRO-3 in its place would answer for
+// another job, so a switch that turns it on is refused where it is set.
+void refuse_zeropp(const YamlSection& zero_section, const ZeroConfig& zero) {
+  struct Switch {
+    const char* key;
+    bool on;
+    const char* what;
+    const char* off;
+  };
+  const Switch switches[] = {
+      {"zero_hpz_partition_size", zero.zero_hpz_partition_size > 1, "ZeRO++ hpZ (a secondary partition per node)", "1"},
+      {"zero_quantized_weights", zero.zero_quantized_weights, "ZeRO++ qwZ (int8 weight all-gathers)", "false"},
+      {"zero_quantized_nontrainable_weights", zero.zero_quantized_nontrainable_weights,
+       "ZeRO++ quantized non-trainable weights", "false"},
+      {"zero_quantized_gradients", zero.zero_quantized_gradients, "ZeRO++ qgZ (int4 gradient all-to-all)", "false"},
+  };
+  for (const Switch& s : switches) {
+    if (!s.on) continue;
+    std::ostringstream problem;
+    problem << "turns on " << s.what << ", which is not modelled: the simulation would time plain ZeRO-3's "
+            << "all-gathers and reduce-scatters and answer for another job";
+    const std::string expected = std::string(s.off) + " (plain ZeRO-3), or leave the key out";
+    if (zero_section.has(s.key)) zero_section.fail(s.key, problem.str(), expected);
+    // Set through a ds_config file: point at the scenario's key.
+    zero_section.fail(zero_section.has("ds_config") ? "ds_config" : s.key,
+                      "sets " + std::string(s.key) + ": " + problem.str(), expected);
+  }
+}
+
 // zero.leaf_modules: [class names]. DeepSpeed users call set_z3_leaf_modules(model, [classes])
 // in Python (deepspeed/utils/z3_leaf_module.py); the scenario names the classes. Applied to the
 // model at once, so every executor sees the leaves' hooks.
@@ -407,6 +439,7 @@ Scenario load_scenario_tree(const YAML::Node& root, std::shared_ptr<const YamlSo
                                    std::filesystem::path(source->file).parent_path(),
                                    &scenario.notes);
   refuse_nvme_offload(zero_section, scenario.zero);
+  refuse_zeropp(zero_section, scenario.zero);
   const YamlSection controller_section = top.section("controller");
   scenario.controller = load_controller_config(controller_section);
   reconcile_adaptive_keys(top, controller_section, scenario.zero, scenario.controller);

@@ -161,7 +161,7 @@ void Coordinator::emit_gather(std::int64_t handle, std::vector<int> params, Gath
 // ds_id; one collective per parameter (sequential, or a single parameter) or one per dtype group,
 // dtype groups in order of first appearance (a dict filled in ds_id order). One handle covers the
 // whole call (MultipleAllGatherHandles), except in sequential mode, where each parameter has its
-// own. Quantized (qwZ), hpZ and NVMe splits are not modelled.
+// own. Quantized (qwZ), hpZ and NVMe splits are not modelled (scenarios that set them are refused).
 void Coordinator::all_gather(std::vector<int> params, GatherKind kind, Plan& plan) {
   std::erase_if(params, [&](int p) { return state_[p] != ParamState::kNotAvailable; });
   if (params.empty()) return;

@@ -261,3 +261,35 @@ TEST(Scenario, Flash3RunsOnlyOnHopperWithoutAttentionDropout) {
       "attention_flash3_backward_efficiency: 0.5}\n");
   EXPECT_DOUBLE_EQ(calibrated.cluster.calibration.attention_flash3_efficiency, 0.6);
 }
+
+// ZeRO++ changes every all-gather and reduce-scatter; simulated as plain ZeRO-3 it would answer
+// for another job, so turning any part of it on is refused naming the key, inline or through a
+// ds_config file. Their off values stay accepted.
+TEST(Scenario, ZeroPlusPlusIsRefusedWhereItIsTurnedOn) {
+  for (const std::string& setting : {std::string("zero_hpz_partition_size: 8"), std::string("zero_quantized_weights: true"),
+                                     std::string("zero_quantized_nontrainable_weights: true"),
+                                     std::string("zero_quantized_gradients: true")}) {
+    const std::string key = setting.substr(0, setting.find(':'));
+    try {
+      load(std::string(kMinimal) + "zero:\n  " + setting + "\n");
+      ADD_FAILURE() << setting << " was accepted";
+    } catch (const pc::InputError& e) {
+      EXPECT_EQ(e.key(), "zero." + key);
+      EXPECT_EQ(e.where().line, 5);
+      EXPECT_NE(std::string(e.problem()).find("ZeRO++"), std::string::npos) << e.problem();
+      EXPECT_NE(std::string(e.problem()).find("not modelled"), std::string::npos) << e.problem();
+    }
+  }
+  TempDir dir("scenario-zeropp");
+  dir.write("ds.json", "{\"zero_optimization\": {\"stage\": 3, \"zero_quantized_weights\": true}}");
+  try {
+    pc::load_scenario(dir.write("s.yaml", std::string(kMinimal) + "zero:\n  ds_config: ds.json\n"), {}, kBundled);
+    ADD_FAILURE() << "qwZ through a ds_config was accepted";
+  } catch (const pc::InputError& e) {
+    EXPECT_EQ(e.key(), "zero.ds_config");
+    EXPECT_NE(std::string(e.problem()).find("zero_quantized_weights"), std::string::npos) << e.problem();
+  }
+  EXPECT_NO_THROW(load(std::string(kMinimal) +
+                       "zero:\n  zero_hpz_partition_size: 1\n  zero_quantized_weights: false\n"
+                       "  zero_quantized_gradients: false\n"));
+}
