@@ -1,5 +1,7 @@
 #include "device_calibration.hpp"
 
+#include "core/io/json_file.hpp"
+
 #include <sched.h>
 #include <yaml-cpp/yaml.h>
 
@@ -323,8 +325,8 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
   YAML::Emitter emitter;
   emitter << root;
   {
-    std::ofstream out(o.output);
-    if (!out) throw core::InputError({o.output, 0}, "-o", "cannot write the file", "a writable path");
+    // Whole, never through a link, never half-written over a good profile (core/io/json_file.hpp).
+    std::ostringstream out;
     out << "# Calibrated by `prefetchlab calibrate --backend " << o.backend << "` on " << o.ranks
         << " rank(s) over base " << base_path.string() << " (microbenchmarks only; no scenario run)\n"
         << "#   GEMM shapes: " << plan.gemm_source << "\n" << fit_lines.str()
@@ -332,6 +334,7 @@ int run_device_calibration(const DeviceCalibrationOptions& o) {
         << fmt("%.3g", g.half_volume_mnk) << ", rms error " << fmt("%.1f", 100 * g.rms_relative_error) << "%\n"
         << "#   host costs: this executor's measured launches (kernel, collective); DeepSpeed's Python terms 0\n"
         << emitter.c_str() << "\n";
+    core::write_text_atomically(o.output, out.str());
   }
   core::load_hardware_profile(o.output);  // what was written must load
   std::printf("wrote %s\n", o.output.c_str());

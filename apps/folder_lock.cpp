@@ -22,8 +22,9 @@ FolderLock::FolderLock(const std::filesystem::path& dir) {
     ::close(fd_);
     fd_ = -1;
     if (error == EWOULDBLOCK) {
-      throw core::InputError({dir.string(), 0}, "", "is in use by another running sweep",
-                             "one sweep process per output folder (a separate -o per shard)");
+      throw core::InputError({dir.string(), 0}, "",
+                             "is in use by another running prefetchlab command (run, tune, validate, sweep or merge)",
+                             "one command per output folder at a time (a separate -o for each)");
     }
     throw std::runtime_error("cannot lock folder '" + dir.string() + "': " + std::generic_category().message(error));
   }

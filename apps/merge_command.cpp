@@ -9,6 +9,7 @@
 #include <set>
 
 #include "command_context.hpp"
+#include "folder_lock.hpp"
 #include "core/io/csv_row_writer.hpp"
 #include "core/input/input_error.hpp"
 #include "core/io/json_file.hpp"
@@ -117,6 +118,7 @@ int merge(const MergeOptions& options) {
   }
 
   fs::create_directories(out_dir);
+  const FolderLock lock(out_dir);
   std::string text;
   for (std::size_t c = 0; c < header.size(); ++c) text += (c ? "," : "") + core::csv_escape(header[c]);
   text += "\n";

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "command_context.hpp"
+#include "folder_lock.hpp"
 #include "memory_timeline_writer.hpp"
 #include "parallel_runner.hpp"
 #include "core/io/json_file.hpp"
@@ -201,6 +202,7 @@ int run(const RunOptions& options) {
   const std::filesystem::path dir =
       options.output_dir.empty() ? scenario.output.dir : std::filesystem::path(options.output_dir);
   std::filesystem::create_directories(dir);
+  const FolderLock lock(dir);  // two runs into one folder would interleave its rows
 
   // Row files are appended and flushed as each iteration finishes.
   core::IterationsCsv iterations_csv(dir / "iterations.csv", scenario.training.seq_len_distribution.varies());

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "folder_lock.hpp"
 #include "fidelity_band.hpp"
 #include "core/io/csv_row_writer.hpp"
 #include "core/input/input_error.hpp"
@@ -335,6 +336,7 @@ int tune(const TuneOptions& options) {
 
   const fs::path dir(options.output_dir);
   fs::create_directories(dir);
+  const FolderLock lock(dir);  // two tunes into one folder would interleave evaluations.csv
   Evaluator evaluator(options.scenarios, options.jobs, dir / "evaluations.csv");
 
   // Baseline: each scenario's static bucket grid (x2 from 1e5 to its max_live, as `compare`).

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "folder_lock.hpp"
 #include "process_job.hpp"
 #include "metric_text.hpp"
 #include "real_kineto_trace.hpp"
@@ -142,6 +143,8 @@ int validate(const ValidateOptions& o) {
   const bool writes_report = !link || link->rank() == 0;
   const std::filesystem::path dir = o.output_dir.empty() ? scenario.output.dir / "validate" : std::filesystem::path(o.output_dir);
   if (writes_report) std::filesystem::create_directories(dir);
+  std::optional<FolderLock> lock;  // rank 0 (or the one process) writes the folder
+  if (writes_report) lock.emplace(dir);
   const int warmup = static_cast<int>(scenario.training.warmup_iterations);
 
   // Real side: `repeats` independent runs (a fresh device group each), so the spread of the

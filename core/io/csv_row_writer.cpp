@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "core/io/io_error.hpp"
+#include "core/io/output_file.hpp"
 
 namespace prefetchlab::core {
 
@@ -61,9 +62,7 @@ CsvRowWriter::CsvRowWriter(std::filesystem::path path, const std::vector<std::st
     const auto size = std::filesystem::file_size(path_, missing);
     has_content = !missing && size > 0;
   }
-  errno = 0;
-  file_.reset(std::fopen(path_.c_str(), mode == Mode::kAppend ? "ab" : "wb"));
-  if (!file_) throw IoError("cannot open for writing", path_, errno);
+  file_.reset(open_output_file(path_, mode == Mode::kAppend ? OutputMode::kAppend : OutputMode::kTruncate));
   struct stat status{};
   if (::fstat(::fileno(file_.get()), &status) != 0) throw IoError("cannot stat", path_, errno);
   committed_bytes_ = static_cast<std::int64_t>(status.st_size);

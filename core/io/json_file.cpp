@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "core/io/io_error.hpp"
+#include "core/io/output_file.hpp"
 
 namespace prefetchlab::core {
 namespace {
@@ -25,11 +26,10 @@ std::string pretty(const Json& document) {
 }  // namespace
 
 void write_text_atomically(const std::filesystem::path& path, std::string_view text) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  errno = 0;
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(tmp.c_str(), "wb"));
-  if (!file) throw IoError("cannot open for writing", tmp, errno);
+  // A fresh, exclusively created temporary (never a planted link), renamed over `path`: rename
+  // replaces a link at `path` itself, never what it points at.
+  std::filesystem::path tmp;
+  std::unique_ptr<std::FILE, FileCloser> file(create_temporary_beside(path, tmp));
   errno = 0;
   const bool written = std::fwrite(text.data(), 1, text.size(), file.get()) == text.size() &&
                        std::fflush(file.get()) == 0 && ::fsync(::fileno(file.get())) == 0;

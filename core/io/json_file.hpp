@@ -1,7 +1,8 @@
 #pragma once
 // Whole-document files (summary.json, trace.json, reports) are never seen half-written: the
-// text goes to `<path>.tmp`, is flushed and synced, then renamed over `path` (atomic on POSIX
-// within one file system). An older file at `path` is replaced; no `.tmp` is left behind.
+// text goes to a new `<path>.tmp.XXXXXX` (created exclusively: never through a link), is flushed
+// and synced, then renamed over `path` (atomic on POSIX within one file system). An older file
+// or link at `path` is replaced; no temporary is left behind.
 #include <filesystem>
 #include <string_view>
 

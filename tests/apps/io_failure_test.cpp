@@ -1,8 +1,14 @@
 // A disk that fills during `run` is an I/O error (exit code 6) naming the file, and loses nothing
 // already finished: every row file still ends on a whole row, and summary.json is either the old
-// complete document or the new one. The full disk is a small tmpfs when this test may mount one
-// (root, as in CI), else /dev/full behind a symlink (every write to it fails with ENOSPC).
+// complete document or the new one. The full disk is a small tmpfs, which this test mounts (root,
+// as in CI; elsewhere those cases skip saying so). Outputs are never written through a symbolic
+// link planted in the output folder (issue 46, S4).
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +45,14 @@ class SmallTmpfs {
     if (mounted_) (void)std::system(("umount '" + dir_.string() + "'").c_str());
   }
   bool mounted() const { return mounted_; }
+  // No new file can be made from now on (every inode is in use); existing files can still be
+  // rewritten while space lasts.
+  bool fill_inodes() const {
+    struct statvfs info {};
+    if (!mounted_ || ::statvfs(dir_.c_str(), &info) != 0) return false;
+    const auto used = info.f_files - info.f_ffree;
+    return std::system(("mount -o remount,nr_inodes=" + std::to_string(used) + " '" + dir_.string() + "'").c_str()) == 0;
+  }
 
  private:
   fs::path dir_;
@@ -62,36 +76,63 @@ TEST(IoFailure, FullDiskDuringRunIsExitSixNamingTheFileWithWholeRows) {
   const fs::path mount = dir.path() / "disk";
   fs::create_directories(mount);
   SmallTmpfs tmpfs(mount, 48);  // the row files of this run need ~60 KB
+  if (!tmpfs.mounted()) GTEST_SKIP() << "needs to mount a small tmpfs (root, as in CI)";
   const fs::path out = mount / "out";
   fs::create_directories(out);
-  if (!tmpfs.mounted()) {
-    fs::create_symlink("/dev/full", out / "memory.csv");  // the seam: this file's writes fail
-  }
   const auto result = run_cli("run " + kScenario.string() + " -o " + out.string());
   EXPECT_EQ(result.exit_code, 6) << result.output;
   EXPECT_NE(result.output.find("I/O error: cannot write '" + out.string()), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("No space left on device"), std::string::npos) << result.output;
   EXPECT_EQ(result.output.find("internal error"), std::string::npos) << result.output;
-  if (tmpfs.mounted()) {
-    expect_whole_rows(out);
-    EXPECT_FALSE(fs::exists(out / "summary.json.tmp"));
+  expect_whole_rows(out);
+  for (const auto& entry : fs::directory_iterator(out)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path() << " left behind";
   }
 }
 
 TEST(IoFailure, SummaryIsTheOldCompleteDocumentWhenTheNewOneCannotBeWritten) {
   TempDir dir("enospc-summary");
-  const fs::path out = dir.path() / "out";
+  const fs::path mount = dir.path() / "disk";
+  fs::create_directories(mount);
+  SmallTmpfs tmpfs(mount, 8192);
+  if (!tmpfs.mounted()) GTEST_SKIP() << "needs to mount a small tmpfs (root, as in CI)";
+  const fs::path out = mount / "out";
   ASSERT_EQ(run_cli("run " + kScenario.string() + " -o " + out.string() + " --set output.trace=false").exit_code, 0);
   const std::string old_summary = read_file(out / "summary.json");
   ASSERT_FALSE(old_summary.empty());
-  // The new document goes to summary.json.tmp first; that write fails.
-  fs::create_symlink("/dev/full", out / "summary.json.tmp");
+  // The rerun's row files overwrite the old ones; the new summary needs a new file (its
+  // temporary), which cannot be made.
+  ASSERT_TRUE(tmpfs.fill_inodes());
   const auto result =
       run_cli("run " + kScenario.string() + " -o " + out.string() + " --set output.trace=false --set noise.seed=7");
   EXPECT_EQ(result.exit_code, 6) << result.output;
-  EXPECT_NE(result.output.find("summary.json.tmp"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find((out / "summary.json").string()), std::string::npos) << result.output;
   EXPECT_EQ(read_file(out / "summary.json"), old_summary);
-  EXPECT_FALSE(fs::exists(fs::symlink_status(out / "summary.json.tmp")));
+  for (const auto& entry : fs::directory_iterator(out)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path() << " left behind";
+  }
+}
+
+// A link planted in an output folder (another user's, or a stale one) is never written through:
+// a row file that is a link refuses the run (exit 6 naming it), and summary.json replaces a link
+// in its place rather than writing where it points.
+TEST(IoFailure, OutputsAreNeverWrittenThroughASymbolicLink) {
+  TempDir dir("symlink-outputs");
+  const fs::path victim = dir.write("victim.txt", "precious\n");
+  const fs::path out = dir.path() / "out";
+  fs::create_directories(out);
+  fs::create_symlink(victim, out / "iterations.csv");
+  auto result = run_cli("run " + kScenario.string() + " -o " + out.string() + " --set output.trace=false");
+  EXPECT_EQ(result.exit_code, 6) << result.output;
+  EXPECT_NE(result.output.find("symbolic link"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find((out / "iterations.csv").string()), std::string::npos) << result.output;
+  EXPECT_EQ(read_file(victim), "precious\n");
+  fs::remove(out / "iterations.csv");
+  fs::create_symlink(victim, out / "summary.json");
+  result = run_cli("run " + kScenario.string() + " -o " + out.string() + " --set output.trace=false");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(read_file(victim), "precious\n");
+  EXPECT_FALSE(fs::is_symlink(out / "summary.json"));
 }
 
 TEST(IoFailure, AnOutputFolderThatCannotBeMadeIsExitSix) {
@@ -120,15 +161,40 @@ TEST(IoFailure, SweepTuneAndValidateOutputFoldersThatCannotBeMadeAreExitSix) {
   }
 }
 
-// validate's row files on a full disk (the /dev/full seam): exit 6 naming the file.
+// validate's row files on a full disk: exit 6 naming the file.
 TEST(IoFailure, ValidateOnAFullDiskIsExitSixNamingTheFile) {
   TempDir dir("enospc-validate");
-  const fs::path out = dir.path() / "out";
+  const fs::path mount = dir.path() / "disk";
+  fs::create_directories(mount);
+  SmallTmpfs tmpfs(mount, 24);
+  if (!tmpfs.mounted()) GTEST_SKIP() << "needs to mount a small tmpfs (root, as in CI)";
+  const fs::path out = mount / "out";
   fs::create_directories(out);
-  fs::create_symlink("/dev/full", out / "samples.csv");
   const fs::path host = fs::path(PREFETCHLAB_SOURCE_DIR) / "scenarios" / "host" / "tiny-llama-host.yaml";
   const auto result = run_cli("validate " + host.string() + " --backend host --set training.iterations=2 -o " + out.string());
   EXPECT_EQ(result.exit_code, 6) << result.output;
-  EXPECT_NE(result.output.find((out / "samples.csv").string()), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("I/O error: cannot write '" + out.string()), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("No space left on device"), std::string::npos) << result.output;
+}
+
+// Two commands writing one folder would interleave its rows (issue 46, D5): while another process
+// holds the folder, run, tune and validate are refused (exit 2) naming it, and write nothing.
+TEST(IoFailure, ACommandWhoseFolderIsInUseIsRefused) {
+  TempDir dir("folder-in-use");
+  const fs::path out = dir.path() / "out";
+  fs::create_directories(out);
+  const int fd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);  // as a running command holds it
+  const fs::path host = fs::path(PREFETCHLAB_SOURCE_DIR) / "scenarios" / "host" / "tiny-llama-host.yaml";
+  for (const std::string& command :
+       {"run " + kScenario.string() + " -o " + out.string(),
+        "validate " + host.string() + " --backend host --set training.iterations=2 -o " + out.string()}) {
+    const auto result = run_cli(command);
+    EXPECT_EQ(result.exit_code, 2) << command << "\n" << result.output;
+    EXPECT_NE(result.output.find("is in use by another running prefetchlab command"), std::string::npos) << result.output;
+  }
+  EXPECT_TRUE(fs::is_empty(out));
+  ::close(fd);
+  EXPECT_EQ(run_cli("run " + kScenario.string() + " -o " + out.string() + " --set output.trace=false").exit_code, 0);
 }

@@ -257,7 +257,7 @@ TEST_F(SweepCommand, ARunningSweepLocksItsFolder) {
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   EXPECT_EQ(second.exit_code, 2) << second.output;
-  EXPECT_NE(second.output.find("is in use by another running sweep"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("is in use by another running prefetchlab command"), std::string::npos) << second.output;
 }
 
 TEST_F(SweepCommand, MergedShardsEqualTheUnshardedSweep) {
