@@ -11,6 +11,7 @@
 
 #include "command_context.hpp"
 #include "folder_lock.hpp"
+#include "stop_signals.hpp"
 #include "memory_timeline_writer.hpp"
 #include "parallel_runner.hpp"
 #include "core/io/json_file.hpp"
@@ -38,8 +39,6 @@ struct RunOptions {
   bool every_rank = false;  // --every-rank: no collapse of identical ranks (sim/ranks/rank_symmetry.hpp)
 };
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
 
 std::string ms(std::int64_t ns) {
   char buffer[32];
@@ -203,6 +202,9 @@ int run(const RunOptions& options) {
       options.output_dir.empty() ? scenario.output.dir : std::filesystem::path(options.output_dir);
   std::filesystem::create_directories(dir);
   const FolderLock lock(dir);  // two runs into one folder would interleave its rows
+  // Until this run's own summary replaces it, the folder says a run is under way: an old "ok"
+  // summary never sits beside a run's partial rows (a kill -9, a full disk).
+  core::write_json_atomically(dir / "summary.json", core::running_summary_json(core::scenario_to_json(scenario)));
 
   // Row files are appended and flushed as each iteration finishes.
   core::IterationsCsv iterations_csv(dir / "iterations.csv", scenario.training.seq_len_distribution.varies());
@@ -233,10 +235,11 @@ int run(const RunOptions& options) {
   sim::World world(scenario, scenario.output.trace || !options.kineto_dir.empty(), rank_simulation);
   if (!options.kineto_dir.empty()) world.record_deepspeed_frames();  // python_function events
   world.set_threads(static_cast<int>(thread_count(options.threads, static_cast<std::size_t>(world.ranks()))));
-  g_interrupted.store(false);
-  const auto previous = std::signal(SIGINT, on_sigint);
-  sim::WorldResult result = world.run(sink, &g_interrupted);
-  std::signal(SIGINT, previous);
+  sim::WorldResult result;
+  {
+    const StopSignals stop;  // Ctrl-C, scancel's SIGTERM, SIGHUP: stop and keep what finished
+    result = world.run(sink, StopSignals::flag());
+  }
   if (memory_csv) memory_csv->finish();
 
   const core::SummaryStats stats =

@@ -30,6 +30,7 @@
 #include "apps/search/sweep_results.hpp"
 #include "core/input/yaml_section.hpp"
 #include "folder_lock.hpp"
+#include "stop_signals.hpp"
 #include "parallel_runner.hpp"
 #include "quiet_run.hpp"
 #include "sweep_progress.hpp"
@@ -85,28 +86,6 @@ std::string axis_sizes(const core::SweepGrid& grid) {
   return text;
 }
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_stop_signal(int) { g_interrupted.store(true); }
-
-// Restores the previous handlers when the sweep ends, however it ends.
-class StopSignals {
- public:
-  StopSignals() {
-    g_interrupted.store(false);
-    previous_int_ = std::signal(SIGINT, on_stop_signal);
-    previous_term_ = std::signal(SIGTERM, on_stop_signal);
-  }
-  ~StopSignals() {
-    std::signal(SIGINT, previous_int_);
-    std::signal(SIGTERM, previous_term_);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  void (*previous_int_)(int) = SIG_DFL;
-  void (*previous_term_)(int) = SIG_DFL;
-};
 
 // A point's scenario: the base file with the point's values as `--set` overrides, without
 // per-run outputs (a sweep writes rows only). Errors are reported at the grid's line.
@@ -150,7 +129,7 @@ std::vector<std::optional<core::Scenario>> validate_points(const SweepOptions& o
 // What one simulation produced, as its results.csv row.
 std::vector<core::CsvField> simulate_point(const core::Scenario& scenario, const core::SweepGrid& grid,
                                            std::size_t point, bool* interrupted) {
-  const QuietRunResult result = run_quietly(scenario, &g_interrupted);
+  const QuietRunResult result = run_quietly(scenario, StopSignals::flag());
   *interrupted = result.status == core::RunStatus::kInterrupted;
   return core::sweep_result_row(point, grid.values_at(point), result.status, result.stats);
 }
@@ -367,7 +346,7 @@ int sweep(const SweepOptions& options) {
       results.append(row);
       ++by_status[row[1 + grid.keys().size()].text()];
       progress.update(++finished);
-      if (g_interrupted.load()) stop.store(true);
+      if (StopSignals::requested()) stop.store(true);
     });
   } catch (...) {
     progress.finish();

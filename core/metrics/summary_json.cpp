@@ -66,4 +66,13 @@ nlohmann::ordered_json summary_to_json(const SummaryStats& stats, RunStatus stat
   return out;
 }
 
+nlohmann::ordered_json running_summary_json(const nlohmann::ordered_json& resolved_scenario) {
+  nlohmann::ordered_json out;
+  out["status"] = "running";
+  out["message"] = "the run has not finished (or was killed before it could say so)";
+  out["tool"] = {{"name", "prefetchlab"}, {"version", kVersion}};
+  out["scenario"] = resolved_scenario;
+  return out;
+}
+
 }  // namespace prefetchlab::core

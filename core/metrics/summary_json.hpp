@@ -22,4 +22,10 @@ nlohmann::ordered_json summary_to_json(const SummaryStats& stats, RunStatus stat
                                        const nlohmann::ordered_json& resolved_scenario,
                                        std::string_view message = {});
 
+// What summary.json says while a run is under way, written before its first row: status
+// "running", the tool and the scenario. The finished run's summary replaces it; a run killed
+// before then (kill -9, a full disk) leaves it, so no reader takes the folder's partial rows for
+// a finished run.
+nlohmann::ordered_json running_summary_json(const nlohmann::ordered_json& resolved_scenario);
+
 }  // namespace prefetchlab::core

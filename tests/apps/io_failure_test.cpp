@@ -16,6 +16,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/cli_runner.hpp"
 
 namespace fs = std::filesystem;
@@ -127,7 +129,10 @@ TEST(IoFailure, OutputsAreNeverWrittenThroughASymbolicLink) {
   EXPECT_NE(result.output.find("symbolic link"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find((out / "iterations.csv").string()), std::string::npos) << result.output;
   EXPECT_EQ(read_file(victim), "precious\n");
+  // The run that failed says it never finished.
+  EXPECT_EQ(nlohmann::json::parse(read_file(out / "summary.json"))["status"], "running");
   fs::remove(out / "iterations.csv");
+  fs::remove(out / "summary.json");
   fs::create_symlink(victim, out / "summary.json");
   result = run_cli("run " + kScenario.string() + " -o " + out.string() + " --set output.trace=false");
   EXPECT_EQ(result.exit_code, 0) << result.output;

@@ -134,20 +134,39 @@ TEST(RunCommand, CollectiveMismatchNamesIterationRanksSizesAndModules) {
 }
 
 TEST(RunCommand, InterruptedRunKeepsFinishedIterationsAndSaysSo) {
-  // SIGINT after a moment into a long run: the summary says "interrupted", the exit code is
-  // 130, and iterations.csv holds exactly the iterations the summary counts.
-  TempDir out("interrupt");
-  const auto result =
-      run_cli("run " + (kScenarios / "default.yaml").string() + " -o " + out.path().string() +
-                  " --set output.trace=false --set training.iterations=100000",
-              "timeout --preserve-status -s INT 1.5 ");
-  EXPECT_EQ(result.exit_code, 130) << result.output;
+  // SIGINT (Ctrl-C), SIGTERM (scancel, a time limit) or SIGHUP after a moment into a long run:
+  // the summary says "interrupted", the exit code is 130, and iterations.csv holds exactly the
+  // iterations the summary counts.
+  for (const char* signal : {"INT", "TERM", "HUP"}) {
+    TempDir out("interrupt");
+    const auto result =
+        run_cli("run " + (kScenarios / "default.yaml").string() + " -o " + out.path().string() +
+                    " --set output.trace=false --set training.iterations=100000",
+                "timeout --preserve-status -s " + std::string(signal) + " 1.5 ");
+    EXPECT_EQ(result.exit_code, 130) << signal << "\n" << result.output;
+    const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
+    EXPECT_EQ(summary["status"], "interrupted") << signal;
+    const std::string iterations = read_file(out.path() / "iterations.csv");
+    const auto rows = std::count(iterations.begin(), iterations.end(), '\n') - 1;
+    EXPECT_EQ(rows, summary["run"]["iterations"].get<int>()) << signal;
+    EXPECT_LT(rows, 100000);
+  }
+}
+
+// A run killed outright (kill -9, the OOM killer) cannot write its summary: the one it wrote
+// first says "running", so the folder's partial rows are never read as a finished run, even
+// where an older run's "ok" summary was.
+TEST(RunCommand, AKilledRunLeavesASummarySayingRunning) {
+  TempDir out("killed");
+  const std::string base = "run " + (kScenarios / "default.yaml").string() + " -o " + out.path().string() +
+                           " --set output.trace=false";
+  ASSERT_EQ(run_cli(base + " --set training.iterations=3").exit_code, 0);
+  ASSERT_EQ(nlohmann::json::parse(read_file(out.path() / "summary.json"))["status"], "ok");
+  const auto result = run_cli(base + " --set training.iterations=100000", "timeout -s KILL 1.5 ");
+  EXPECT_EQ(result.exit_code, 137) << result.output;
   const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
-  EXPECT_EQ(summary["status"], "interrupted");
-  const std::string iterations = read_file(out.path() / "iterations.csv");
-  const auto rows = std::count(iterations.begin(), iterations.end(), '\n') - 1;
-  EXPECT_EQ(rows, summary["run"]["iterations"].get<int>());
-  EXPECT_LT(rows, 100000);
+  EXPECT_EQ(summary["status"], "running");
+  EXPECT_EQ(summary["scenario"]["training"]["iterations"], 100000);
 }
 
 TEST(RunCommand, SameScenarioAndSeedGiveByteIdenticalOutputs) {
