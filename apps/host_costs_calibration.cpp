@@ -97,6 +97,12 @@ int run_host_costs_calibration(const HostCostsCalibrationOptions& o) {
                            "rows of those calls with way `issue`, as bench/host_costs/torch_call_host_costs.py writes");
   }
   const double host_speed = core::median(speeds);
+  if (!(host_speed >= core::kMinHostSpeed && host_speed <= core::kMaxHostSpeed)) {
+    throw core::InputError({o.costs, 0}, "us_per_call",
+                           "gives host_speed " + fmt("%.3g", host_speed) +
+                               ", outside what any host is (0.001 to 1000 times a GPU server's)",
+                           "times measured in microseconds per call, as bench/host_costs/torch_call_host_costs.py writes them");
+  }
   const double spread = *std::max_element(speeds.begin(), speeds.end()) / *std::min_element(speeds.begin(), speeds.end());
   std::printf("  => host_speed %.3f (median of %zu call(s)); every host cost of the profile is divided by it\n",
               host_speed, speeds.size());

@@ -17,7 +17,7 @@ constexpr double kBytesPerGigaByte = 1e9;
 // Host costs and latencies above one second are certainly a unit mistake (ms or ns for us).
 constexpr double kMaxMicroseconds = 1e6;
 // A what-if scale beyond this is a typo, not a question anyone asks.
-constexpr double kMaxScale = 1e3;
+constexpr double kMaxScale = kMaxHostSpeed;
 
 // The literal that clears an optional override (back to the value derived from link facts).
 constexpr std::string_view kDerived = "derived";
@@ -111,9 +111,10 @@ void reject_removed_keys(const YamlSection& s) {
 // host_speed: a positive multiplier, or `inf` for a free host.
 void read_host_speed(const YamlSection& s, double& target) {
   constexpr std::string_view kKey = "host_speed";
+  // Below 1/1000 of a GPU server's host no host exists (and costs would overflow a time).
   constexpr Range kSpeed{
-      0, true, kMaxScale,
-      "a multiplier in (0, 1000] (1 = a GPU server, 0.5 = host code twice as slow), or inf (a free host)"};
+      kMinHostSpeed, false, kMaxScale,
+      "a multiplier in [0.001, 1000] (1 = a GPU server, 0.5 = host code twice as slow), or inf (a free host)"};
   if (!s.has(kKey)) {
     s.mark_known(kKey);
     return;

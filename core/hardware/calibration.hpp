@@ -35,6 +35,11 @@
 
 namespace prefetchlab::core {
 
+// The plausible host_speed range (a multiplier of a GPU server's host): a profile outside it is
+// refused where it is read, and calibrate --from-host-costs refuses measurements implying one.
+inline constexpr double kMinHostSpeed = 1e-3;
+inline constexpr double kMaxHostSpeed = 1e3;
+
 struct CalibrationConstants {
   // Fraction of the dense tensor peak a large GEMM reaches (MAMF, stas00/ml-engineering
   // compute/accelerator/README.md). The default here is for a GPU without a published

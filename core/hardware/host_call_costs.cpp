@@ -16,7 +16,9 @@ namespace {
 
 constexpr std::string_view kExpectedFile =
     "the CSV bench/host_costs/torch_call_host_costs.py writes (columns call, bytes_per_rank, way, us_per_call)";
-// A host call slower than 10 s is a unit mistake, not a measurement.
+// A host call slower than 10 s, or faster than 0.1 us (a Python call alone takes longer), is a
+// unit mistake, not a measurement.
+constexpr double kMinUsPerCall = 0.1;
 constexpr double kMaxUsPerCall = 1e7;
 // The script writes a few dozen rows (a few kB): a file far larger is not one of its files.
 constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{16} << 20;
@@ -77,9 +79,9 @@ std::vector<HostCallCost> parse_host_call_costs(std::string_view text, const std
     const std::string& us = record.fields[column[3]];
     const auto [us_end, us_ec] = std::from_chars(us.data(), us.data() + us.size(), row.us_per_call);
     if (us_ec != std::errc() || us_end != us.data() + us.size() || !std::isfinite(row.us_per_call) ||
-        row.us_per_call <= 0 || row.us_per_call > kMaxUsPerCall) {
+        row.us_per_call < kMinUsPerCall || row.us_per_call > kMaxUsPerCall) {
       throw InputError({file, record.line}, "us_per_call", "is '" + us + "'",
-                       "microseconds per call: a number above 0 and at most 1e7");
+                       "microseconds per call: a number from 0.1 to 1e7");
     }
     rows.push_back(std::move(row));
   }

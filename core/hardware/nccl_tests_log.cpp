@@ -231,6 +231,18 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
         fail("time/algbw/busbw '" + std::string(tokens[at]) + " " + std::string(tokens[at + 1]) +
              " " + std::string(tokens[at + 2]) + "' are not numbers");
       }
+      // nccl-tests prints times to 0.01 us and no collective finishes faster (a kernel launch takes
+      // microseconds); none takes 1000 s, nor moves 100 TB/s: such a row is a damaged or edited log.
+      constexpr double kMinTimeUs = 0.01;
+      constexpr double kMaxTimeUs = 1e9;
+      constexpr double kMaxGbPerS = 1e5;
+      if (*t < kMinTimeUs || *t > kMaxTimeUs) {
+        fail("time " + std::string(tokens[at]) + " us is outside what a collective takes (0.01 us to 1000 s)");
+      }
+      if (*a < 0 || *b < 0 || *a > kMaxGbPerS || *b > kMaxGbPerS) {
+        fail("algbw/busbw '" + std::string(tokens[at + 1]) + " " + std::string(tokens[at + 2]) +
+             "' GB/s is outside what any link carries (0 to 1e5)");
+      }
       time = *t;
       if (algbw) *algbw = *a;
       busbw = *b;

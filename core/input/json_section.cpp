@@ -1,8 +1,11 @@
 #include "core/input/json_section.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "core/input/input_error.hpp"
 
@@ -37,9 +40,27 @@ YamlSection load_json_section(const std::filesystem::path& file) {
   buffer << in.rdbuf();
   auto source = std::make_shared<YamlSource>();
   source->file = file.string();
+  const std::string text = buffer.str();
+  // JSON as RFC 8259 writes it, before the YAML reader (which would also take comments, tags,
+  // single quotes and unquoted keys: a file that is not JSON is not read as if it were).
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) {
+    throw InputError({source->file, 1}, "", "starts with a byte-order mark, which JSON does not allow (RFC 8259, 8.1)",
+                     "the file saved as UTF-8 without a BOM");
+  }
+  try {
+    const auto checked = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    (void)checked;
+  } catch (const nlohmann::json::parse_error& e) {
+    const std::size_t end = std::min<std::size_t>(e.byte, text.size());
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n');
+    std::string why = e.what();
+    if (const auto at = why.find("syntax error"); at != std::string::npos) why = why.substr(at);
+    throw InputError({source->file, static_cast<int>(line)}, "", "is not valid JSON (" + why + ")",
+                     "a well-formed JSON object: no comments, tags or trailing commas");
+  }
   YAML::Node root;
   try {
-    root = YAML::Load(detab_json(buffer.str()));
+    root = YAML::Load(detab_json(text));
   } catch (const YAML::Exception& e) {
     throw InputError({source->file, e.mark.line >= 0 ? e.mark.line + 1 : 0}, "",
                      "is not valid JSON (" + e.msg + ")", "a well-formed JSON object");

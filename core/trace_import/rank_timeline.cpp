@@ -1,5 +1,7 @@
 #include "core/trace_import/rank_timeline.hpp"
 
+#include "core/trace_import/saturating_sum.hpp"
+
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -29,7 +31,7 @@ std::vector<Interval> merge_intervals(std::vector<Interval> spans) {
 
 std::int64_t total_length(const std::vector<Interval>& merged) {
   std::int64_t total = 0;
-  for (const auto& [a, b] : merged) total += b - a;
+  for (const auto& [a, b] : merged) add_saturating(total, saturating_sub(b, a));
   return total;
 }
 
@@ -40,7 +42,7 @@ std::int64_t uncovered_length(const std::vector<Interval>& a, const std::vector<
   for (const auto& [start, end] : a) {
     while (j < b.size() && b[j].second <= start) ++j;
     for (std::size_t k = j; k < b.size() && b[k].first < end; ++k) {
-      covered += std::min(end, b[k].second) - std::max(start, b[k].first);
+      add_saturating(covered, saturating_sub(std::min(end, b[k].second), std::max(start, b[k].first)));
     }
   }
   return total_length(a) - covered;
@@ -228,13 +230,13 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
       if (event.category == TraceCategory::kRuntime &&
           (starts_with(name, "cudaLaunchKernel") || starts_with(name, "hipLaunchKernel") || starts_with(name, "hipExtLaunchKernel"))) {
         out.launch_call_ns.push_back(event.dur_ns);
-        if (HostHookCall* gather = innermost_call("all_gather_coalesced", true)) gather->launch_ns += event.dur_ns;
-        if (HostHookCall* reduce = innermost_call("__reduce_and_partition_ipg_grads", true)) reduce->launch_ns += event.dur_ns;
+        if (HostHookCall* gather = innermost_call("all_gather_coalesced", true)) add_saturating(gather->launch_ns, event.dur_ns);
+        if (HostHookCall* reduce = innermost_call("__reduce_and_partition_ipg_grads", true)) add_saturating(reduce->launch_ns, event.dur_ns);
       }
       // The host blocked (an event, stream or device synchronisation) inside a fetch.
       if (event.category == TraceCategory::kRuntime && is_synchronize_call(name)) {
-        if (HostHookCall* fetch = innermost_call("fetch_sub_module", false)) fetch->blocked_ns += event.dur_ns;
-        if (HostHookCall* reduce = innermost_call("__reduce_and_partition_ipg_grads", false)) reduce->blocked_ns += event.dur_ns;
+        if (HostHookCall* fetch = innermost_call("fetch_sub_module", false)) add_saturating(fetch->blocked_ns, event.dur_ns);
+        if (HostHookCall* reduce = innermost_call("__reduce_and_partition_ipg_grads", false)) add_saturating(reduce->blocked_ns, event.dur_ns);
       }
       if (event.category == TraceCategory::kRuntime && event.correlation >= 0) {
         Launch launch{event.ts_ns, -1, CollectiveKind::kOther};
@@ -278,7 +280,7 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
           if (HostHookCall* release = innermost_call("release_sub_module", false)) ++release->partitioned_params;
         }
         if (function == "all_gather_coalesced") {
-          if (HostHookCall* fetch = innermost_call("fetch_sub_module", false)) fetch->gather_ns += event.dur_ns;
+          if (HostHookCall* fetch = innermost_call("fetch_sub_module", false)) add_saturating(fetch->gather_ns, event.dur_ns);
         }
         if (!function.empty() && is_deepspeed_hook_function(function)) {
           HostHookCall call{function, event.dur_ns, step_at(event.ts_ns)};
@@ -290,12 +292,12 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
             if (found == hook_call_of_event.end()) continue;
             call.nested_in_hook = true;
             HostHookCall& parent = out.hook_calls[found->second];
-            if (is_deepspeed_coordinator_function(function) && !inside_coordinator) parent.coordinator_ns += event.dur_ns;
+            if (is_deepspeed_coordinator_function(function) && !inside_coordinator) add_saturating(parent.coordinator_ns, event.dur_ns);
             inside_coordinator = inside_coordinator || is_deepspeed_coordinator_function(parent.function);
           }
           if (function == "all_gather_coalesced") call.in_fetch = innermost_call("fetch_sub_module", false) != nullptr;
           if (const char* wrapper = hook_wrapper_of(function)) {
-            if (HostHookCall* outer = innermost_call(wrapper, false)) outer->hook_function_ns += event.dur_ns;
+            if (HostHookCall* outer = innermost_call(wrapper, false)) add_saturating(outer->hook_function_ns, event.dur_ns);
           }
           hook_call_of_event[i] = out.hook_calls.size();
           out.hook_calls.push_back(std::move(call));

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <istream>
+#include <algorithm>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -157,8 +158,10 @@ class TraceSax : public nlohmann::json_sax<json> {
     } else if (parent == Context::kEvents) {
       child = Context::kEvent;
       pending_ = PendingEvent{};
+      event_keys_.clear();
     } else if (parent == Context::kEvent && key_ == "args") {
       child = Context::kArgs;
+      args_keys_.clear();
     } else if (parent == Context::kRoot && key_ == "distributedInfo") {
       child = Context::kDistributed;
     } else if (parent == Context::kDeviceProperties) {
@@ -170,6 +173,16 @@ class TraceSax : public nlohmann::json_sax<json> {
   }
   bool key(string_t& value) override {
     key_ = value;
+    // A key twice in one event (or its args) would let the file say two things, of which a JSON
+    // reader keeps either: refused (RFC 8259 says names SHOULD be unique).
+    if (!stack_.empty() && (stack_.back() == Context::kEvent || stack_.back() == Context::kArgs)) {
+      std::vector<std::string>& seen = stack_.back() == Context::kEvent ? event_keys_ : args_keys_;
+      if (std::find(seen.begin(), seen.end(), value) != seen.end()) {
+        return fail(where() + ": \"" + value + "\" appears twice in one " +
+                    (stack_.back() == Context::kEvent ? "event" : "event's args"));
+      }
+      seen.push_back(value);
+    }
     return true;
   }
   bool end_object() override {
@@ -302,6 +315,10 @@ class TraceSax : public nlohmann::json_sax<json> {
         pending_.ts_ns = ns;
       } else {
         if (ns < 0) return fail(where() + ": negative \"dur\" " + text);
+        // No profiled event lasts a day: a longer one is a damaged file (or seconds written as
+        // microseconds), and its time would swamp every sum downstream.
+        constexpr std::int64_t kMaxDurationNs = std::int64_t{86'400} * 1'000'000'000;
+        if (ns > kMaxDurationNs) return fail(where() + ": \"dur\" " + text + " us is longer than a day");
         pending_.has_dur = true;
         pending_.dur_ns = ns;
       }
@@ -467,6 +484,8 @@ class TraceSax : public nlohmann::json_sax<json> {
   std::vector<Context> stack_;
   std::vector<DimsFrame> dims_;
   std::string key_;
+  std::vector<std::string> event_keys_;  // the open event's keys so far (duplicates are refused)
+  std::vector<std::string> args_keys_;   // its args' keys so far
   PendingEvent pending_;
   std::string failure_;
   bool saw_events_ = false;

@@ -1,5 +1,7 @@
 #include "core/trace_import/trace_summary.hpp"
 
+#include "core/trace_import/saturating_sum.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -15,7 +17,8 @@ RankSpread spread(std::vector<std::int64_t> values) {
   s.min = values.front();
   s.max = values.back();
   const std::size_t n = values.size();
-  s.median = n % 2 ? values[n / 2] : values[n / 2 - 1] + (values[n / 2] - values[n / 2 - 1]) / 2;
+  // The midpoint of two sorted values, without forming their (possibly overflowing) sum.
+  s.median = n % 2 ? values[n / 2] : values[n / 2 - 1] / 2 + values[n / 2] / 2 + (values[n / 2 - 1] % 2 + values[n / 2] % 2) / 2;
   return s;
 }
 
@@ -85,9 +88,9 @@ TraceSummary summarize_traces(const TraceSet& set) {
         if (c.step != index) continue;
         kinds.insert(c.kind);
         ++count[c.kind];
-        span[c.kind] += c.end_ns - c.start_ns;
+        add_saturating(span[c.kind], saturating_sub(c.end_ns, c.start_ns));
         if (c.elements >= 0) {
-          elems[c.kind] += c.elements;
+          add_saturating(elems[c.kind], c.elements);
           sized[c.kind] = true;
         }
       }

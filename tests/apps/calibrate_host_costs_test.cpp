@@ -85,6 +85,21 @@ TEST(CalibrateHostCosts, TheMedianCallSetsTheSpeedAndTheBaseIsKept) {
   EXPECT_EQ(written.gpu.model, base.gpu.model);
 }
 
+// Times that imply a host no machine has (1000x a GPU server's) are refused naming the CSV, and
+// write nothing (issue 46, W2).
+TEST(CalibrateHostCosts, ASpeedNoHostHasIsExitTwo) {
+  TempDir dir("host-costs-implausible");
+  const Defaults d = defaults_of("hardware/h100-sxm-8x.yaml");
+  const double too_fast_us = std::max(0.1, d.all_gather_us / 5000);
+  const auto csv = dir.write("costs.csv", std::string(kHeader) + row("all_gather", 4096, "issue", too_fast_us) +
+                                              row("reduce_scatter", 4096, "issue", std::max(0.1, d.reduce_scatter_us / 5000)));
+  const auto out = dir.path() / "p.yaml";
+  const auto r = run_cli("calibrate --from-host-costs " + csv.string() + " -o " + out.string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("outside what any host is"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 TEST(CalibrateHostCosts, WhatIsNotTheScriptsCsvIsExitTwo) {
   TempDir dir("host-costs-bad");
   const auto out = (dir.path() / "x.yaml").string();

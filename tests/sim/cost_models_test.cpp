@@ -672,6 +672,9 @@ TEST(CalibrationErrors, ProfileSectionValuesOutOfRange) {
   profile_error({"  collective_latency_us: -1\n", 19, "calibration.collective_latency_us"});
   profile_error({"  host_speed: 5000\n", 19, "calibration.host_speed"});
   profile_error({"  host_speed: 0\n", 19, "calibration.host_speed"});
+  // Below 1/1000 of a GPU server's host (1e-20 once overflowed every host cost into a free host).
+  const auto tiny = profile_error({"  host_speed: 1e-20\n", 19, "calibration.host_speed"});
+  EXPECT_NE(tiny.expected().find("[0.001, 1000]"), std::string::npos) << tiny.what();
 }
 
 // An old profile or scenario that still sets a removed host key stops with the keys that replaced

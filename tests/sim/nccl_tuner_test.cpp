@@ -694,6 +694,23 @@ TEST(NcclTestsLog, LauncherPrefixesAndOpDetection) {
   EXPECT_DOUBLE_EQ(*log.avg_bus_bandwidth_gb_per_s, 0.001);
 }
 
+// Times and bandwidths no collective has (issue 46, W2): 1e-300 us once gave a latency of 0.
+TEST(NcclTestsLog, ImplausibleTimesAndBandwidthsAreRefused) {
+  for (const char* row : {"           8             2     float    none      -1    1e-300    0.00    0.00      0\n",
+                          "           8             2     float    none      -1    0.00    0.00    0.00      0\n",
+                          "           8             2     float    none      -1    2e9    0.00    0.00      0\n",
+                          "           8             2     float    none      -1    12.49    3e5    0.00      0\n"}) {
+    const std::string text = std::string("./build/all_gather_perf -b 8\n") + row;
+    try {
+      pc::parse_nccl_tests_log(text, "odd.log");
+      ADD_FAILURE() << "accepted: " << row;
+    } catch (const pc::InputError& e) {
+      EXPECT_EQ(e.where().line, 2) << e.what();
+      EXPECT_NE(std::string(e.what()).find("outside what"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(NcclTestsLog, MalformedRowNamesFileAndLine) {
   const std::string text =
       "./build/all_gather_perf -b 8\n"

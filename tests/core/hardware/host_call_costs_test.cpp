@@ -66,6 +66,9 @@ TEST(HostCallCosts, RefusesMalformedRowsNamingLineAndColumn) {
   EXPECT_EQ(refusal(header + "all_reduce,4096,issue,-3\n"), (std::pair<int, std::string>{2, "us_per_call"}));
   EXPECT_EQ(refusal(header + "all_reduce,4096,issue,inf\n"), (std::pair<int, std::string>{2, "us_per_call"}));
   EXPECT_EQ(refusal(header + "all_reduce,4096,issue,2e7\n"), (std::pair<int, std::string>{2, "us_per_call"}));
+  // Faster than any call can be (4.9e-324 once gave host_speed inf).
+  EXPECT_EQ(refusal(header + "all_reduce,4096,issue,4.9e-324\n"), (std::pair<int, std::string>{2, "us_per_call"}));
+  EXPECT_EQ(refusal(header + "all_reduce,4096,issue,0.05\n"), (std::pair<int, std::string>{2, "us_per_call"}));
   EXPECT_EQ(refusal(header + "all_reduce,4 KiB,issue,40\n"), (std::pair<int, std::string>{2, "bytes_per_rank"}));
   EXPECT_EQ(refusal(header + "all_reduce,-1,issue,40\n"), (std::pair<int, std::string>{2, "bytes_per_rank"}));
   EXPECT_EQ(refusal(header + "all_reduce,18446744073709551615,issue,40\n"),

@@ -283,6 +283,25 @@ TEST(TraceImportBadInput, WrongTypesAndHostileNesting) {
   EXPECT_NE(error_of({missing}).find("cannot be opened"), std::string::npos);
 }
 
+// Impossible values and ambiguous events (issue 46, W2, W4): an event longer than a day, and a key
+// given twice in one event or its args, are refused naming the event.
+TEST(TraceImportBadInput, ImplausibleDurationsAndDuplicateKeys) {
+  TempDir dir("trace-bad");
+  const auto long_kernel = dir.write(
+      "long.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 9e12}]})");
+  EXPECT_NE(error_of({long_kernel.string()}).find("event #0 ('k'): \"dur\" 9e12 us is longer than a day"), std::string::npos)
+      << error_of({long_kernel.string()});
+  const auto twice = dir.write(
+      "twice.json", R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "dur": 900}]})");
+  EXPECT_NE(error_of({twice.string()}).find("\"dur\" appears twice in one event"), std::string::npos)
+      << error_of({twice.string()});
+  const auto args_twice = dir.write(
+      "args.json",
+      R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"Seq": 1, "Seq": 2}}]})");
+  EXPECT_NE(error_of({args_twice.string()}).find("\"Seq\" appears twice in one event's args"), std::string::npos)
+      << error_of({args_twice.string()});
+}
+
 TEST(TraceSummaryCommand, BadTracesExitTwoNamingTheFile) {
   TempDir dir("trace-cli");
   const auto empty = dir.write("empty.json", "");

@@ -358,6 +358,32 @@ TEST(DsConfigFile, DetabLeavesStringsAndLinesAlone) {
   EXPECT_EQ(pc::detab_json("{\n\t\"a\\\"\t\": 1\n}"), "{\n \"a\\\"\t\": 1\n}");
 }
 
+// A ds_config.json or config.json is JSON as RFC 8259 writes it: comments, YAML tags, single
+// quotes, a byte-order mark or duplicate keys (which YAML's reader would take) are refused
+// naming the file and line (issue 46, W4).
+TEST(DsConfigFile, OnlyStrictJsonIsRead) {
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"{\"zero_optimization\": {\"stage\": 3}}\n// a comment\n", "is not valid JSON"},
+      {"{\"zero_optimization\": {\"stage\": 3, # a comment\n \"overlap_comm\": true}}", "is not valid JSON"},
+      {"{\"zero_optimization\": !!map {\"stage\": 3}}", "is not valid JSON"},
+      {"{'zero_optimization': {'stage': 3}}", "is not valid JSON"},
+      {"{\"zero_optimization\": {\"stage\": 3,}}", "is not valid JSON"},
+      {"\xEF\xBB\xBF{\"zero_optimization\": {\"stage\": 3}}", "byte-order mark"},
+      {"{\"zero_optimization\": {\"stage\": 3,\n\"stage\": 3}}", "appears twice"},
+  };
+  for (const auto& [text, problem] : bad) {
+    TempDir dir;
+    dir.write("ds_config.json", text);
+    try {
+      load(dir, "zero:\n  ds_config: ds_config.json\n");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const pc::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(problem), std::string::npos) << text << "\n" << e.what();
+      EXPECT_NE(std::string(e.what()).find("ds_config.json"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(DsConfigFile, CompactJsonIsRead) {
   TempDir dir;
   dir.write(
