@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <new>
 
 #include "core/input/input_error.hpp"
 #include "core/io/io_error.hpp"
@@ -27,6 +28,10 @@ int run_guarded(const std::function<int()>& body) {
   } catch (const std::filesystem::filesystem_error& e) {
     std::cerr << "I/O error: " << e.what() << "\n";
     return kExitIoError;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of host memory (the run is larger than this machine's memory or its limit; what was "
+                 "finished is kept, and summary.json says the run did not end)\n";
+    return kExitOutOfMemory;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";
     return kExitInternalError;

@@ -1,5 +1,6 @@
 // prefetchlab: one binary, one subcommand per task (docs/architecture.md). Exit codes:
 // apps/command_context.hpp, documented in docs/commands.md#exit-codes.
+
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -12,6 +13,7 @@
 #include "describe_command.hpp"
 #include "fidelity_command.hpp"
 #include "large_pages.hpp"
+#include "out_of_host_memory.hpp"
 #include "merge_command.hpp"
 #include "replay_command.hpp"
 #include "run_command.hpp"
@@ -45,6 +47,7 @@ std::string version_text() {
 
 int main(int argc, char** argv) {
   using namespace prefetchlab::apps;
+  exit_cleanly_when_out_of_host_memory();
   prefer_large_os_pages();
   CLI::App app{"PrefetchLab: ZeRO-3 prefetch simulator and tuner"};
   app.set_version_flag("--version", version_text);

@@ -503,9 +503,9 @@ TraceFile parse(std::istream& in, const std::string& label, const GzipReadBuffer
   const bool ok = json::sax_parse(in, &sax, nlohmann::detail::input_format_t::json, true);
   // A gzip failure shows up to the parser as an early end of its input: report the cause.
   if (gzip != nullptr && !gzip->error().empty()) {
-    throw InputError({label, 0}, "", "cannot be decompressed: " + gzip->error() + " after " +
+    throw InputError({label, 0}, "", gzip->error() + " after " +
                                          std::to_string(gzip->bytes_read()) + " bytes",
-                     "a complete .json.gz file (gzip -t FILE checks one)");
+                     "a complete torch.profiler trace (.json, or .json.gz: gzip -t FILE checks one)");
   }
   if (gzip != nullptr && gzip->bytes_read() == 0) {
     throw InputError({label, 0}, "", "is empty", kExpected);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/sanitizer.hpp"
 #include "sim/trace/trace_validation.hpp"
 
 using prefetchlab::testing::run_cli;
@@ -167,6 +168,25 @@ TEST(RunCommand, AKilledRunLeavesASummarySayingRunning) {
   const auto summary = nlohmann::json::parse(read_file(out.path() / "summary.json"));
   EXPECT_EQ(summary["status"], "running");
   EXPECT_EQ(summary["scenario"]["training"]["iterations"], 100000);
+}
+
+// Host memory that runs out (here a 320 MB address-space limit under a run that needs ~370 MB)
+// is said on stderr with exit code 4, not a silent SIGABRT, and summary.json says the run did
+// not end (issue 46, R2; issue 45, item 4).
+TEST(RunCommand, RunningOutOfHostMemoryIsExitFourWithAMessage) {
+#ifdef PREFETCHLAB_SANITIZED
+  GTEST_SKIP() << "a sanitizer's shadow memory does not fit under an address-space limit";
+#else
+  TempDir out("host-oom");
+  const auto result =
+      run_cli("run " + (kScenarios / "default.yaml").string() + " -o " + out.path().string() +
+                  " --no-expect --set training.iterations=3 --set output.trace=false"
+                  " --set cluster.hardware=h100-sxm-cluster --set cluster.nodes=64 --every-rank --threads 1",
+              "ulimit -v 320000; ");
+  EXPECT_EQ(result.exit_code, 4) << result.output;
+  EXPECT_NE(result.output.find("error: out of host memory"), std::string::npos) << result.output;
+  EXPECT_EQ(nlohmann::json::parse(read_file(out.path() / "summary.json"))["status"], "running");
+#endif
 }
 
 TEST(RunCommand, SameScenarioAndSeedGiveByteIdenticalOutputs) {

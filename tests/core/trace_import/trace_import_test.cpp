@@ -1,6 +1,8 @@
 // Trace import on small traces built here, whose figures are known exactly.
 #include <gtest/gtest.h>
 
+#include <zlib.h>
+
 #include <fstream>
 #include <string>
 
@@ -285,6 +287,25 @@ TEST(TraceImportBadInput, WrongTypesAndHostileNesting) {
 
 // Impossible values and ambiguous events (issue 46, W2, W4): an event longer than a day, and a key
 // given twice in one event or its args, are refused naming the event.
+// A small .json.gz that decompresses to one huge string (issue 46, R2: 1.5 MB once held a 1.5 GiB
+// string and took 7.9 GB): refused once the string passes 16 MiB, whatever follows.
+TEST(TraceImportBadInput, AGzipBombOfOneStringIsRefusedEarly) {
+  TempDir dir("trace-bomb");
+  const auto path = dir.path() / "bomb.json.gz";
+  gzFile out = gzopen(path.c_str(), "wb1");
+  ASSERT_NE(out, nullptr);
+  const std::string head = R"({"traceEvents": [{"ph": "X", "name": ")";
+  gzwrite(out, head.data(), static_cast<unsigned>(head.size()));
+  const std::string block(1 << 20, 'a');
+  for (int i = 0; i < 17; ++i) gzwrite(out, block.data(), static_cast<unsigned>(block.size()));
+  const std::string tail = R"(", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})";
+  gzwrite(out, tail.data(), static_cast<unsigned>(tail.size()));
+  gzclose(out);
+  EXPECT_LT(std::filesystem::file_size(path), 1u << 20);
+  const std::string error = error_of({path.string()});
+  EXPECT_NE(error.find("holds a JSON string longer than 16 MiB"), std::string::npos) << error;
+}
+
 TEST(TraceImportBadInput, ImplausibleDurationsAndDuplicateKeys) {
   TempDir dir("trace-bad");
   const auto long_kernel = dir.write(
