@@ -32,7 +32,9 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "core/io/csv_reader.hpp"
 #include "folder_lock.hpp"
+#include "stop_signals.hpp"
 #include "fidelity_band.hpp"
 #include "core/io/csv_row_writer.hpp"
 #include "core/input/input_error.hpp"
@@ -65,6 +67,7 @@ struct TuneOptions {
   unsigned jobs = 0;
   std::string output_dir;
   bool slurm = false;  // refused: see tune()
+  bool resume = false;  // reuse the folder's evaluations.csv rows (the search is deterministic)
 };
 
 // One simulation to run: a scenario, a seed and the overrides of one configuration.
@@ -105,7 +108,84 @@ struct LowestPeak {
   std::int64_t peak_reserved_bytes = 0;
   std::string configuration;
   std::optional<core::PeakMemoryBreakdown> breakdown;
+  std::optional<Job> job;  // set when the breakdown is missing (read back from a resumed row)
 };
+
+const std::vector<std::string> kEvaluationColumns{"evaluation", "role", "configuration", "scenario", "seed",
+                                                  "status", "steady_step_time_ns", "peak_reserved_bytes"};
+
+// Ctrl-C, SIGTERM or SIGHUP during a tune: what finished is in evaluations.csv, and
+// `tune ... --resume` continues from it.
+struct TuneInterrupted {};
+
+// One evaluations.csv row an earlier session of this tune wrote.
+struct DoneRow {
+  int line = 0;
+  std::string role, configuration, scenario, status;
+  std::uint64_t seed = 0;
+  std::int64_t steady_step_ns = 0, peak_reserved_bytes = 0;
+
+  // Its outcome, once checked to be `job`'s: the search is deterministic, so evaluation k of the
+  // same tune is the same simulation; a row that is not says the folder holds another tune.
+  Outcome outcome_for(const Job& job, std::size_t evaluation, const std::vector<std::string>& files,
+                      const fs::path& csv) const {
+    const std::string stem = fs::path(files[job.scenario]).stem().string();
+    if (role != job.role || configuration != job.configuration || scenario != stem || seed != job.seed) {
+      throw core::InputError({csv.string(), line}, "evaluation",
+                             std::to_string(evaluation) + " is " + role + " '" + configuration + "' on " + scenario +
+                                 " seed " + std::to_string(seed) + ", but this tune's is " + job.role + " '" +
+                                 job.configuration + "' on " + stem + " seed " + std::to_string(job.seed) +
+                                 ": the folder holds another tune",
+                             "--resume with the command that wrote the folder, or an empty or new folder for -o");
+    }
+    Outcome out;
+    out.status = *core::parse_run_status(status);  // checked when the row was read
+    out.steady_step_ns = steady_step_ns;
+    out.peak_reserved_bytes = peak_reserved_bytes;
+    return out;
+  }
+};
+
+// The rows of an earlier session's evaluations.csv, by evaluation number (a torn last row, a
+// kill mid-append, is cut off so that appends start on a clean line).
+std::map<std::size_t, DoneRow> read_done_rows(const fs::path& csv) {
+  std::map<std::size_t, DoneRow> done;
+  if (!fs::exists(csv)) return done;
+  std::ifstream in(csv, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const core::CsvText parsed = core::parse_csv(text);
+  if (parsed.torn_tail) {
+    fs::resize_file(csv, parsed.complete_bytes);
+    std::cerr << "note: " << csv.string() << ": dropped a partial last row (the tune was stopped mid-write)\n";
+  }
+  const std::string expected = "the evaluations.csv an earlier `prefetchlab tune` wrote";
+  if (parsed.records.empty()) return done;
+  if (parsed.records.front().fields != kEvaluationColumns) {
+    throw core::InputError({csv.string(), 1}, "", "is not a tune's evaluations.csv (its header differs)", expected);
+  }
+  for (std::size_t r = 1; r < parsed.records.size(); ++r) {
+    const core::CsvRecord& record = parsed.records[r];
+    const auto& f = record.fields;
+    DoneRow row;
+    row.line = record.line;
+    try {
+      if (f.size() != kEvaluationColumns.size()) throw std::invalid_argument("columns");
+      const std::size_t evaluation = std::stoull(f[0]);
+      row.role = f[1];
+      row.configuration = f[2];
+      row.scenario = f[3];
+      row.seed = std::stoull(f[4]);
+      row.status = f[5];
+      if (!core::parse_run_status(row.status)) throw std::invalid_argument("status");
+      row.steady_step_ns = std::stoll(f[6]);
+      row.peak_reserved_bytes = std::stoll(f[7]);
+      if (!done.emplace(evaluation, row).second) throw std::invalid_argument("evaluation twice");
+    } catch (const std::exception&) {
+      throw core::InputError({csv.string(), record.line}, "", "is not a row a tune writes", expected);
+    }
+  }
+  return done;
+}
 
 std::string join(const std::vector<std::string>& parts, const std::string& separator) {
   std::string out;
@@ -118,15 +198,18 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
 // job order; finish() rewrites the file sorted by it, so -j does not change a byte.
 class Evaluator {
  public:
-  Evaluator(std::vector<std::string> files, unsigned jobs, const fs::path& csv_path)
+  // `done`: the rows an earlier session of this tune wrote (resume), by evaluation number: those
+  // evaluations are read back instead of simulated again, and keep their rows.
+  Evaluator(std::vector<std::string> files, unsigned jobs, const fs::path& csv_path, std::map<std::size_t, DoneRow> done)
       : files_(std::move(files)),
         jobs_(jobs),
         bundled_(bundled_data()),
         lowest_(files_.size()),
         lowest_index_(files_.size(), 0),
         csv_path_(csv_path),
-        csv_(csv_path, {"evaluation", "role", "configuration", "scenario", "seed", "status", "steady_step_time_ns",
-                        "peak_reserved_bytes"}) {}
+        done_(std::move(done)),
+        csv_(done_.empty() ? core::CsvRowWriter(csv_path, kEvaluationColumns)
+                           : core::CsvRowWriter::append_to(csv_path, kEvaluationColumns)) {}
 
   std::vector<Outcome> run(const std::vector<Job>& jobs) {
     std::vector<Outcome> outcomes(jobs.size());
@@ -135,6 +218,16 @@ class Evaluator {
     std::atomic<bool> stop{false};
     parallel_for(jobs.size(), thread_count(jobs_, jobs.size()), stop, [&](std::size_t i) {
       const Job& job = jobs[i];
+      if (const auto it = done_.find(first + i); it != done_.end()) {
+        outcomes[i] = it->second.outcome_for(job, first + i, files_, csv_path_);
+        std::lock_guard lock(mutex_);
+        note_peak(job, outcomes[i], first + i);
+        return;
+      }
+      if (StopSignals::requested()) {
+        stop.store(true);
+        return;
+      }
       std::vector<std::string> overrides = job.overrides;
       overrides.push_back("noise.seed=" + std::to_string(job.seed));
       overrides.push_back("output.trace=false");
@@ -148,16 +241,26 @@ class Evaluator {
       out.peak_memory = result.stats.peak_memory;
       if (out.peak_memory) out.peak_reserved_bytes = std::max(out.peak_reserved_bytes, out.peak_memory->reserved_bytes);
       std::lock_guard lock(mutex_);
-      LowestPeak& lowest = lowest_[job.scenario];
-      if (lowest.configuration.empty() || out.peak_reserved_bytes < lowest.peak_reserved_bytes ||
-          (out.peak_reserved_bytes == lowest.peak_reserved_bytes && first + i < lowest_index_[job.scenario])) {
-        lowest = {out.peak_reserved_bytes, job.configuration, out.peak_memory};
-        lowest_index_[job.scenario] = first + i;
-      }
+      note_peak(job, out, first + i);
       csv_.append({first + i, job.role, job.configuration, fs::path(files_[job.scenario]).stem().string(), job.seed,
                    core::run_status_name(out.status), out.steady_step_ns, out.peak_reserved_bytes});
     });
+    if (StopSignals::requested()) throw TuneInterrupted{};
     return outcomes;
+  }
+
+  // The lowest peaks' breakdowns that came from earlier sessions' rows (which hold the peak, not
+  // its parts): simulated again, so a resumed tune reports what an uninterrupted one does.
+  void complete_lowest_breakdowns() {
+    for (LowestPeak& lowest : lowest_) {
+      if (lowest.breakdown || !lowest.job) continue;
+      std::vector<std::string> overrides = lowest.job->overrides;
+      overrides.push_back("noise.seed=" + std::to_string(lowest.job->seed));
+      overrides.push_back("output.trace=false");
+      overrides.push_back("output.memory_timeline=false");
+      const core::Scenario scenario = core::load_scenario(files_[lowest.job->scenario], overrides, bundled_);
+      lowest.breakdown = run_quietly(scenario, nullptr).stats.peak_memory;
+    }
   }
 
   void finish() {
@@ -187,7 +290,19 @@ class Evaluator {
   std::vector<LowestPeak> lowest_;
   std::vector<std::size_t> lowest_index_;
   fs::path csv_path_;
+  std::map<std::size_t, DoneRow> done_;
   core::CsvRowWriter csv_;
+
+  // Keeps the lowest peak per scenario (ties: the earliest evaluation, so -j changes nothing).
+  void note_peak(const Job& job, const Outcome& out, std::size_t evaluation) {
+    LowestPeak& lowest = lowest_[job.scenario];
+    if (lowest.configuration.empty() || out.peak_reserved_bytes < lowest.peak_reserved_bytes ||
+        (out.peak_reserved_bytes == lowest.peak_reserved_bytes && evaluation < lowest_index_[job.scenario])) {
+      lowest = {out.peak_reserved_bytes, job.configuration, out.peak_memory,
+                out.peak_memory ? std::nullopt : std::optional<Job>(job)};
+      lowest_index_[job.scenario] = evaluation;
+    }
+  }
   std::mutex mutex_;
   std::size_t next_evaluation_ = 0;
 };
@@ -337,7 +452,17 @@ int tune(const TuneOptions& options) {
   const fs::path dir(options.output_dir);
   fs::create_directories(dir);
   const FolderLock lock(dir);  // two tunes into one folder would interleave evaluations.csv
-  Evaluator evaluator(options.scenarios, options.jobs, dir / "evaluations.csv");
+  const fs::path evaluations = dir / "evaluations.csv";
+  if (!options.resume && fs::exists(evaluations) && fs::file_size(evaluations) > 0) {
+    throw core::InputError({evaluations.string(), 0}, "-o",
+                           "holds an earlier tune's evaluations, which a new tune would overwrite",
+                           "--resume to continue that tune (its finished evaluations are reused), or an empty or new "
+                           "folder for -o");
+  }
+  std::map<std::size_t, DoneRow> done = options.resume ? read_done_rows(evaluations) : std::map<std::size_t, DoneRow>{};
+  if (!done.empty()) std::fprintf(stderr, "tune: resuming: %zu evaluation(s) of the earlier session reused\n", done.size());
+  const StopSignals stop_signals;  // Ctrl-C, SIGTERM, SIGHUP: finish what runs, keep every row
+  Evaluator evaluator(options.scenarios, options.jobs, evaluations, std::move(done));
 
   // Baseline: each scenario's static bucket grid (x2 from 1e5 to its max_live, as `compare`).
   std::vector<std::vector<std::int64_t>> grids(n);
@@ -433,6 +558,7 @@ int tune(const TuneOptions& options) {
   std::printf("tune: %s\n", stop_text.c_str());
   if (result.best.score < 0) {
     // Say what fills memory where it is lowest, so the user knows what to change.
+    evaluator.complete_lowest_breakdowns();
     evaluator.finish();
     std::ostringstream why;
     why << "# Tune report: no setting fits the memory cap\n\n- memory cap (peak reserved): "
@@ -751,7 +877,20 @@ CLI::App* add_tune_command(CLI::App& app, int* exit_code) {
   command->add_flag("--slurm", options->slurm,
                     "refused, with the reason: the search's rounds depend on earlier scores (run tune inside one "
                     "allocation, or sweep --slurm for a fixed grid)");
-  command->callback([options, exit_code] { *exit_code = run_guarded([&] { return tune(*options); }); });
+  command->add_flag("--resume", options->resume,
+                    "continue the tune in -o: its evaluations.csv rows are reused (the search is deterministic), the "
+                    "rest is simulated");
+  command->callback([options, exit_code] {
+    *exit_code = run_guarded([&] {
+      try {
+        return tune(*options);
+      } catch (const TuneInterrupted&) {
+        std::fprintf(stderr, "interrupted: every finished evaluation is in %s/evaluations.csv; `prefetchlab tune ... "
+                             "--resume` continues from them\n", options->output_dir.c_str());
+        return 130;
+      }
+    });
+  });
   return command;
 }
 

@@ -274,3 +274,59 @@ TEST(TuneCommand, UnmeetableCapSaysWhatFillsMemoryAndTheLowestPeak) {
   EXPECT_EQ(result.output.find("larger --budget may"), std::string::npos) << result.output;
   EXPECT_EQ(result.output.find("or a larger --budget"), std::string::npos) << result.output;
 }
+
+// A tune stopped part-way (Ctrl-C, scancel, a kill mid-row) continues with --resume from the rows
+// it wrote, and ends with the outputs an uninterrupted tune writes, byte for byte (issue 46, D3).
+// Without --resume a folder holding a tune's rows is refused rather than overwritten, and rows of
+// another tune are refused naming the row.
+TEST(TuneCommand, AStoppedTuneResumesToTheSameOutputs) {
+  const TempDir dir("tune-resume");
+  const std::string args = " --policy ema_threshold --seeds 2 --budget 6 -j 2 -o ";
+  const fs::path whole = dir.path() / "whole";
+  ASSERT_EQ(run_cli("tune " + kTiny + args + whole.string()).exit_code, 0);
+  const std::string rows = read_file(whole / "evaluations.csv");
+  const auto lines = std::count(rows.begin(), rows.end(), '\n');
+  ASSERT_GT(lines, 8);
+
+  // What a tune killed after its first rows leaves: half its rows and a torn one.
+  const fs::path cut = dir.path() / "cut";
+  fs::create_directories(cut);
+  std::size_t end = 0;
+  for (long i = 0; i < lines / 2; ++i) end = rows.find('\n', end) + 1;
+  std::ofstream(cut / "evaluations.csv", std::ios::binary) << rows.substr(0, end) << rows.substr(end, 7);
+
+  const auto refused = run_cli("tune " + kTiny + args + cut.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--resume to continue that tune"), std::string::npos) << refused.output;
+
+  const auto resumed = run_cli("tune " + kTiny + args + cut.string() + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("dropped a partial last row"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming: " + std::to_string(lines / 2 - 1) + " evaluation(s)"), std::string::npos)
+      << resumed.output;
+  for (const char* file : {"evaluations.csv", "candidates.csv", "controller.yaml", "ds_config.json", "report.md"}) {
+    EXPECT_EQ(read_file(cut / file), read_file(whole / file)) << file;
+  }
+
+  // Another tune's rows (here: another seed count) are not reused.
+  const auto other = run_cli("tune " + kTiny + " --policy ema_threshold --seeds 1 --budget 6 -j 2 -o " + cut.string() +
+                             " --resume");
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_NE(other.output.find("the folder holds another tune"), std::string::npos) << other.output;
+}
+
+// SIGINT, SIGTERM or SIGHUP stop a tune after the simulations in flight: exit 130, every finished
+// evaluation kept, and the message says how to continue.
+TEST(TuneCommand, ASignalStopsATuneKeepingItsRows) {
+  const TempDir dir("tune-signal");
+  const fs::path out = dir.path() / "out";
+  const auto result = run_cli("tune " + kBert + " " + kTiny + " --policy ema_threshold --seeds 3 --budget 400 -j 1 -o " +
+                                  out.string(),
+                              "timeout --preserve-status -s TERM 1 ");
+  if (result.exit_code == 0) GTEST_SKIP() << "the tune finished within a second on this machine";
+  EXPECT_EQ(result.exit_code, 130) << result.output;
+  EXPECT_NE(result.output.find("--resume` continues"), std::string::npos) << result.output;
+  const std::string rows = read_file(out / "evaluations.csv");
+  EXPECT_GT(std::count(rows.begin(), rows.end(), '\n'), 1) << rows;
+  EXPECT_EQ(rows.back(), '\n');
+}
