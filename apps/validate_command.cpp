@@ -156,6 +156,7 @@ int validate(const ValidateOptions& o) {
   std::vector<gpu::ExecutorResult> runs;
   std::vector<core::SummaryStats> real_stats;
   std::int64_t workspace_bytes = 0;  // the executor's harness buffers (gpu::ExecutorGeometry)
+  int failed_exit_code = kExitOk;    // a repeat that failed after others finished
   for (int rep = 0; rep < o.repeats; ++rep) {
     const std::unique_ptr<gpu::DeviceGroup> group = make_command_device_group(*backend, group_options, o.launcher, link.get());
     std::optional<gpu::Executor> executor;
@@ -165,25 +166,42 @@ int validate(const ValidateOptions& o) {
       throw core::InputError({o.scenario, 0}, "", e.what(), "a scenario the real backend runs (offload to cpu, not nvme)");
     }
     workspace_bytes = executor->geometry().workspace_bytes;
-    runs.push_back(executor->run());
-    if (runs.back().status != core::RunStatus::kOk) {
+    gpu::ExecutorResult result = executor->run();
+    if (result.status != core::RunStatus::kOk) {
       std::cerr << "error: " << (link ? "rank " + std::to_string(link->rank()) + ": " : std::string()) << "the " << o.backend
-                << " run " << rep + 1 << " of " << scenario.name << " ended " << core::run_status_name(runs.back().status)
-                << ": " << runs.back().message << "\n";
-      // The iterations every rank finished keep their rows, as a failed simulated run's do.
-      if (runs.back().has_records && !runs.back().metrics.iterations.empty()) {
-        write_real_rows(dir, runs.back());
-        std::cerr << "the " << runs.back().metrics.iterations.size() << " finished iteration(s) are in "
-                  << (dir / "iterations.csv").string() << ", samples.csv and buckets.csv\n";
+                << " run " << rep + 1 << " of " << scenario.name << " ended " << core::run_status_name(result.status)
+                << ": " << result.message << "\n";
+      failed_exit_code = core::run_status_exit_code(result.status);
+      // The runs already done stand: the report rests on them.
+      if (!runs.empty()) {
+        if (writes_report) {
+          std::cerr << "the report below rests on the " << runs.size() << " run(s) that finished before it\n";
+        }
+        break;
       }
-      return core::run_status_exit_code(runs.back().status);
+      // None did: the iterations the ranks finished keep their rows, as a failed simulated run's do
+      // (those of the ranks that reported, when a rank's process died with its records).
+      if (result.has_records && !result.metrics.iterations.empty()) {
+        write_real_rows(dir, result);
+        std::cerr << "the " << result.metrics.iterations.size() << " finished iteration(s) are in "
+                  << (dir / "iterations.csv").string() << ", samples.csv and buckets.csv";
+        if (!result.ranks_without_records.empty()) {
+          std::cerr << " (without rank(s)";
+          for (const int r : result.ranks_without_records) std::cerr << " " << r;
+          std::cerr << ", whose records died with their process)";
+        }
+        std::cerr << "\n";
+      }
+      return failed_exit_code;
     }
+    runs.push_back(std::move(result));
     if (runs.back().has_records) real_stats.push_back(core::summarize(runs.back().metrics, warmup));
+    if (o.repeats > 1) std::cerr << "validate: run " << rep + 1 << " of " << o.repeats << " done\n";
   }
   if (!writes_report) {
     std::cout << "rank " << link->rank() << " of " << link->world_size() << ": " << runs.size()
               << " run(s) done; rank 0 writes the report\n";
-    return kExitOk;
+    return failed_exit_code;
   }
   // The run whose steady step time is the median stands for the real side per iteration.
   std::vector<std::size_t> order(runs.size());
@@ -288,7 +306,8 @@ int validate(const ValidateOptions& o) {
             << "outputs in: " << dir.string() << " (validate.csv, validate_summary.csv, the real run's samples.csv, "
                "buckets.csv, iterations.csv, both timelines: real_trace.json, simulated_trace.json, and the real run "
                "in the torch.profiler schema: real_kineto/)\n";
-  return kExitOk;
+  // A repeat that failed after others finished: the report stands on those, the exit says so.
+  return failed_exit_code;
 }
 
 }  // namespace

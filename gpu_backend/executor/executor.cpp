@@ -164,28 +164,42 @@ RankRecords records_of(RankExecutor& rank, std::size_t finished, bool with_memor
 // core/metrics/metrics.hpp) per iteration every rank finished; a rank without records (its
 // set-up failed, its process is gone) leaves no iteration.
 void fold_records(const std::vector<std::optional<RankRecords>>& ranks, bool failed, ExecutorResult& result) {
-  std::size_t finished = ranks.empty() ? 0 : ranks.front() ? ranks.front()->iterations.size() : 0;
-  for (const auto& rank : ranks) {
-    finished = std::min(finished, rank ? rank->iterations.size() : 0);
-    if (!rank) continue;
+  // The iterations every reporting rank finished. A rank without records is one whose process
+  // died (a failed run only): the others' rows are kept rather than lost with it.
+  std::size_t finished = 0;
+  bool any = false;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const auto& rank = ranks[r];
+    if (!rank) {
+      result.ranks_without_records.push_back(static_cast<int>(r));
+      continue;
+    }
+    finished = any ? std::min(finished, rank->iterations.size()) : rank->iterations.size();
+    any = true;
     result.call_log.insert(result.call_log.end(), rank->call_log.begin(), rank->call_log.end());
     result.plan_log.push_back(rank->plan_log);
   }
+  if (!failed && !result.ranks_without_records.empty()) finished = 0;
   for (std::size_t i = 0; i < finished; ++i) {
     core::IterationRecord record;
-    for (std::size_t r = 0; r < ranks.size(); ++r) {
-      const RankIterationRecord& it = ranks[r]->iterations[i];
+    bool first = true;
+    for (const auto& rank : ranks) {
+      if (!rank) continue;
+      const RankIterationRecord& it = rank->iterations[i];
       record.iteration = it.iteration;
       record.optimizer_step = it.optimizer_step;
       record.trace_mode = it.trace_mode;
-      core::fold_rank(record, it.times, r == 0);
+      core::fold_rank(record, it.times, first);
+      first = false;
     }
     result.metrics.iterations.push_back(record);
     for (const auto& rank : ranks) {
+      if (!rank) continue;
       const auto& spans = rank->iterations[i].timeline;
       result.timeline.insert(result.timeline.end(), spans.begin(), spans.end());
     }
     for (const auto& rank : ranks) {
+      if (!rank) continue;
       const RankIterationRecord& it = rank->iterations[i];
       result.metrics.samples.insert(result.metrics.samples.end(), it.samples.begin(), it.samples.end());
       result.metrics.buckets.push_back({it.iteration, rank->rank, it.times.bucket_numel});

@@ -98,6 +98,9 @@ struct ExecutorResult {
   std::string message;
   std::optional<RankFailure> failure;
   core::Metrics metrics;                      // finished iterations
+  // Ranks of a failed process job whose records died with their process (kill -9): the rows
+  // above fold the ranks that reported, so what they finished is not lost with them.
+  std::vector<int> ranks_without_records;
   std::vector<CallLogEntry> call_log;         // all ranks, each rank's entries in order
   std::vector<TimelineSpan> timeline;         // finished iterations, rank by rank
   std::vector<std::vector<std::string>> plan_log;  // per rank, with record_plans

@@ -141,6 +141,27 @@ kill_mid_run() {
 }
 kill_mid_run killed 1 0 "rank 1 failed in .*its process exited or its connection to the store broke"
 [[ $(shm_left) == 0 ]] || fail "the killed rank 1's shared memory file is left"
+# What rank 0 finished is kept, though rank 1's records died with its process.
+[[ $(wc -l <"$work/killed/iterations.csv") -gt 1 ]] || fail "rank 0 kept no rows after rank 1 was killed"
+grep -q "without rank(s) 1, whose records died with their process" "$work/killed.rank0.log" ||
+  fail "rank 0 does not say which rank's rows are missing"
+
+# A rank killed in the second of three repeats: the first repeat stands, and the report rests on
+# it (exit 3 all the same).
+launch 2 repeats --set training.iterations=60 --repeats 3
+for ((i = 0; i < 600; i++)); do
+  grep -q "validate: run 1 of 3 done" "$work/repeats.rank0.log" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q "validate: run 1 of 3 done" "$work/repeats.rank0.log" || fail "the first repeat did not finish within 60 s"
+kill -9 "${rank_pids[1]}"
+wait_rank "${rank_pids[0]}"
+[[ $rc == 3 ]] || fail "rank 0 after rank 1 was killed in repeat 2: exit $rc, expected 3"
+grep -q "the report below rests on the 1 run(s) that finished before it" "$work/repeats.rank0.log" ||
+  fail "rank 0 does not say the report rests on the finished repeat"
+[[ -s "$work/repeats/validate.csv" ]] || fail "no report from the finished repeat"
+wait_rank "${rank_pids[1]}"
+[[ $(shm_left) == 0 ]] || fail "the killed rank 1's shared memory file is left (repeats)"
 # Rank 0 killed: its store goes with it, and nothing is left to remove its file but itself.
 kill_mid_run killed0 0 1 "rank 0 failed in .*rank 0's store at 127.0.0.1:[0-9]* closed the connection"
 [[ $(shm_left) == 0 ]] || fail "the killed rank 0's shared memory file is left"
