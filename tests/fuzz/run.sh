@@ -20,8 +20,19 @@ work=$build/fuzz
 mkdir -p "$work/artifacts" "$work/logs"
 PYTHONDONTWRITEBYTECODE=1 python3 tests/fuzz/make_corpus.py "$work/corpus" ${FUZZ_CLI:+--cli "$FUZZ_CLI"} >/dev/null
 # Limits: 10 s per input is a hang; 2 GB of memory in all, or one allocation over 1 GB, is
-# memory out of proportion to inputs of at most 16 KiB.
-limits=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=16384)
+# memory out of proportion to inputs of at most 1 MiB (large enough for the quadratic key
+# checks and the decompression bombs that 16 KiB could not hold).
+limits=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=1048576)
+# Each harness's input format as a libFuzzer dictionary (tests/fuzz/dictionaries/): its tokens
+# and the keys its reader knows, so mutations reach past the syntax.
+dictionary_of() {
+  case $1 in
+    scenario_yaml | model_hardware_yaml) echo tests/fuzz/dictionaries/yaml.dict ;;
+    ds_config_json) echo tests/fuzz/dictionaries/json.dict ;;
+    kineto_trace) echo tests/fuzz/dictionaries/kineto.dict ;;
+    *) echo tests/fuzz/dictionaries/csv.dict ;;
+  esac
+}
 # One harness: regressions first, then SECONDS of fuzzing; prints one line, fails on a finding.
 fuzz_one() {
   local h=$1 binary=$build/tests/fuzz/fuzz_$1 log=$work/logs/$1.log status execs cov
@@ -32,7 +43,7 @@ fuzz_one() {
     return 1
   fi
   status=ok
-  "$binary" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
+  "$binary" "${limits[@]}" -dict="$(dictionary_of "$h")" -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/$h-" "$work/corpus/$h" >"$log" 2>&1 || status=FAILED
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   cov=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\) ft: \([0-9]*\).*corp: \([0-9]*\).*/cov \1, features \2, corpus \3/p')
