@@ -1,5 +1,7 @@
 #include "core/trace_import/trace_set.hpp"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -149,7 +151,36 @@ TraceSet match_trace_set(std::vector<RankTimeline> ranks) {
   return set;
 }
 
-TraceSet load_trace_set(const std::vector<std::string>& paths, const TimelineOptions& options) {
+std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code error;
+    if (!std::filesystem::is_directory(path, error)) {
+      files.push_back(path);
+      continue;
+    }
+    std::vector<std::string> in_folder;
+    for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+      const std::string name = entry.path().filename().string();
+      const auto ends_with = [&](std::string_view suffix) {
+        return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      if (entry.is_regular_file(error) && (ends_with(".json") || ends_with(".json.gz"))) {
+        in_folder.push_back(entry.path().string());
+      }
+    }
+    if (in_folder.empty()) {
+      throw InputError({path, 0}, "", "is a folder without trace files",
+                       "torch.profiler traces (.json or .json.gz, one per rank) in it, or the files themselves");
+    }
+    std::sort(in_folder.begin(), in_folder.end());
+    files.insert(files.end(), in_folder.begin(), in_folder.end());
+  }
+  return files;
+}
+
+TraceSet load_trace_set(const std::vector<std::string>& given, const TimelineOptions& options) {
+  const std::vector<std::string> paths = expand_trace_paths(given);
   std::vector<RankTimeline> ranks;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const TraceFile file = read_trace_file(paths[i]);

@@ -38,6 +38,11 @@ struct TraceSet {
 // files that cannot be one job: the same rank twice, different world sizes or backends, a rank
 // outside its world, or no ProfilerStep number in common.
 TraceSet load_trace_set(const std::vector<std::string>& paths, const TimelineOptions& options);
+
+// The trace files `paths` name: a file as given, a folder as the torch.profiler traces in it
+// (`*.json`, `*.json.gz`, sorted by name, as tensorboard_trace_handler writes one per rank).
+// Throws InputError naming a folder that holds none.
+std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths);
 // The same for timelines already built (tests).
 TraceSet match_trace_set(std::vector<RankTimeline> ranks);
 

@@ -345,6 +345,26 @@ TEST(TraceSummaryCommand, SameInputSameBytes) {
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "s.json"));
 }
 
+// A folder stands for the traces in it (as torch.profiler's tensorboard_trace_handler writes one
+// per rank): the same summary as the files named one by one; a folder without any is bad input.
+TEST(TraceSummaryCommand, AFolderIsItsTraceFiles) {
+  TempDir dir("trace-folder");
+  const auto traces = dir.path() / "traces";
+  std::filesystem::create_directories(traces);
+  const auto a = zero3_rank(0, 1350, 1600, 1000).write(traces / "rank0.json");
+  const auto b = zero3_rank(1, 1500, 1620, 1100).write(traces / "rank1.json.gz", true);
+  std::ofstream(traces / "notes.txt") << "not a trace\n";
+  const auto by_files = prefetchlab::testing::run_cli("trace-summary " + a.string() + " " + b.string());
+  const auto by_folder = prefetchlab::testing::run_cli("trace-summary " + traces.string());
+  ASSERT_EQ(by_folder.exit_code, 0) << by_folder.output;
+  EXPECT_EQ(by_folder.output, by_files.output);
+  const auto empty = dir.path() / "empty";
+  std::filesystem::create_directories(empty);
+  const auto none = prefetchlab::testing::run_cli("trace-summary " + empty.string());
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("is a folder without trace files"), std::string::npos) << none.output;
+}
+
 TEST(TraceImport, DeepSpeedHooksFromPythonFunctionEvents) {
   // with_stack=True: DeepSpeed's hooks as python_function frames (other frames are ignored).
   SyntheticTrace t(0, 1);
