@@ -252,11 +252,25 @@ int run_calibrate(const CalibrateOptions& options) {
   }
   std::vector<LogFit> fits;
   for (const auto& file : o.logs) {
-    fits.push_back(fit_log(file, o));
+    LogFit fit = fit_log(file, o);
+    // Two measurements of one collective on one group would both claim its curve and figure:
+    // which to keep is the user's call, not the file order's.
+    for (const LogFit& earlier : fits) {
+      if (earlier.op == fit.op && earlier.ranks == fit.ranks && earlier.nodes == fit.nodes) {
+        throw core::InputError({file, 0}, "--from-nccl-tests",
+                               "measures " + std::string(core::nccl_tests_op_name(fit.op)) + " on " +
+                                   std::to_string(fit.ranks) + " ranks, as " + earlier.file + " does: one would silently "
+                                   "replace the other",
+                               "one log per collective and group (keep the run you trust, or calibrate each into "
+                               "its own profile)");
+      }
+    }
+    fits.push_back(std::move(fit));
     report(fits.back());
   }
-  // One figure per key: the last log of each collective wins; the latency comes from an
-  // all_gather log when there is one (ZeRO-3's most frequent collective), else the first log.
+  // One figure per key: of a collective's logs on several groups, the last one's; the latency
+  // comes from an all_gather log when there is one (ZeRO-3's most frequent collective), else the
+  // first log.
   std::map<std::string, double> values;
   const LogFit* latency_source = &fits.front();
   for (const auto& f : fits) {

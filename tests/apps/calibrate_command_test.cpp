@@ -96,6 +96,22 @@ TEST(CalibrateCurve, CollectiveReproducesTheLogAtItsSizesWithin5Percent) {
               100 * worst_error(measured, predicted, 64 << 10, 64 << 20));
 }
 
+// Two logs of one collective on one group (issue 45): one would silently replace the other's
+// curve and bandwidth, so the second is refused naming both, and no profile is written.
+TEST(CalibrateCurve, TwoLogsOfOneCollectiveAndGroupAreRefused) {
+  const fs::path file = kSourceDir / "tests/data/nccl-issue-1435-all_gather_perf.log";
+  TempDir dir("curve-twice");
+  const fs::path copy = dir.path() / "rerun.log";
+  fs::copy_file(file, copy);
+  const auto profile_path = dir.path() / "box.yaml";
+  const auto r = run_cli("calibrate --from-nccl-tests " + file.string() + " " + copy.string() +
+                         " --hardware rtx4000ada-2x-pcie4 -o " + profile_path.string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(copy.string() + ": key '--from-nccl-tests': measures all_gather on 2 ranks, as " + file.string()),
+            std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(profile_path));
+}
+
 // A real log (NVIDIA/nccl#1435, 2 GPUs, bf16, irregular sizes 16-112 MiB and 736-896 MiB): both
 // cost models the simulator can use answer the log's sizes within 5%, and between two logged
 // sizes the answer lies between their times.
