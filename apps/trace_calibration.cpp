@@ -34,6 +34,30 @@ const char* bandwidth_key(core::CollectiveKind kind) {
   }
 }
 
+// The GPU the traces name in deviceProperties when it is another kind than `profile_gpu`
+// ("NVIDIA V100-SXM2-32GB" against "NVIDIA H100 SXM 80GB"), else "". Compared by the family
+// names NVIDIA's product names carry; a name without one compares as unknown (no warning).
+std::string other_gpu_than_profile(const core::TraceSet& set, const std::string& profile_gpu) {
+  static constexpr std::string_view kFamilies[] = {"H100", "H200", "H800", "H20", "B200", "B300", "GB200", "A100",
+                                                   "A800", "A40", "A10", "V100", "P100", "T4", "L40S", "L40", "L4",
+                                                   "4090", "3090", "2080", "4000 Ada", "6000 Ada", "MI300", "MI250"};
+  const auto family = [](const std::string& name) -> std::string_view {
+    for (const std::string_view f : kFamilies) {
+      if (name.find(f) != std::string::npos) return f;
+    }
+    return {};
+  };
+  const std::string_view profile_family = family(profile_gpu);
+  if (profile_family.empty()) return "";
+  for (const auto& rank : set.ranks) {
+    for (const std::string& device : rank.device_names) {
+      const std::string_view traced = family(device);
+      if (!traced.empty() && traced != profile_family) return device;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int run_trace_calibration(const TraceCalibrationOptions& o) {
@@ -46,6 +70,13 @@ int run_trace_calibration(const TraceCalibrationOptions& o) {
   std::ostringstream header;
   header << "# Calibrated by `prefetchlab calibrate --from-trace` from " << set.ranks.size()
          << " torch.profiler trace(s) (docs/traces.md):\n";
+  if (const std::string other = other_gpu_than_profile(set, base_profile.gpu.model); !other.empty()) {
+    const std::string warning = "the traces ran on " + other + " but the base profile is " + base_profile.gpu.model +
+                                ": the fitted values describe that machine under this profile's name (give a --base "
+                                "of the traced GPU)";
+    std::fprintf(stderr, "warning: %s\n", warning.c_str());
+    header << "# warning: " << warning << "\n";
+  }
   std::printf("calibrate --from-trace: %zu rank(s), %zu collectives matched across ranks\n", set.ranks.size(),
               set.matched.size());
   const core::TraceCollectiveFit* latency_source = nullptr;

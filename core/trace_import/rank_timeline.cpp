@@ -110,6 +110,7 @@ RankTimeline build_rank_timeline(const TraceFile& trace, std::int64_t fallback_r
   out.rank = trace.rank.value_or(fallback_rank);
   out.world_size = trace.world_size.value_or(-1);
   out.backend = trace.backend;
+  out.device_names = trace.device_names;
   out.absolute_clock = !trace.legacy_export;
   const auto& events = trace.events;
   if (events.empty()) {

@@ -111,6 +111,7 @@ struct RankTimeline {
   bool rank_from_file = false;     // distributedInfo.rank; else the position among the files
   std::int64_t world_size = -1;
   std::string backend;
+  std::vector<std::string> device_names;  // deviceProperties' names: the GPUs the trace ran on
   bool gloo_work = false;          // gloo's worker-thread events (gloo:all_gather, ...) were seen
   bool absolute_clock = true;      // false for legacy exports (per-process relative time)
   bool has_gpu_kernels = false;

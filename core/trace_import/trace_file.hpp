@@ -91,6 +91,7 @@ struct TraceFile {
   bool has_base_time = false;  // baseTimeNanoseconds: ts is relative to a common epoch base
   std::int64_t base_time_ns = 0;
   std::int64_t devices = 0;  // deviceProperties entries
+  std::vector<std::string> device_names;  // their "name"s: the GPUs the trace ran on
   bool record_shapes = false;
   bool profile_memory = false;
   bool with_stack = false;

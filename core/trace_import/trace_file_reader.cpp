@@ -34,6 +34,7 @@ enum class Context : std::uint8_t {
   kDistributed,     // distributedInfo
   kPgConfig,        // distributedInfo.pg_config
   kDeviceProperties,
+  kDevice,          // one deviceProperties entry (its "name": the GPU the trace ran on)
   kSkip,            // anything else: walked, not kept
 };
 
@@ -166,6 +167,7 @@ class TraceSax : public nlohmann::json_sax<json> {
       child = Context::kDistributed;
     } else if (parent == Context::kDeviceProperties) {
       ++out_->devices;
+      child = Context::kDevice;
     } else if (parent == Context::kPgConfig) {
       ++out_->process_groups;
     }
@@ -378,6 +380,9 @@ class TraceSax : public nlohmann::json_sax<json> {
             return fail(where() + ": \"Seq\" = '" + value + "' is not an integer");
           }
         }
+        return true;
+      case Context::kDevice:
+        if (key_ == "name" && out_->device_names.size() < 1024) out_->device_names.push_back(value);
         return true;
       case Context::kDistributed:
         if (key_ == "backend") out_->backend = value;

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -81,6 +85,30 @@ TEST(CalibrateFromTrace, RecoversTheLatencyAndBandwidthThatMadeTheTrace) {
   EXPECT_NE(result.output.find("all_gather on 4 ranks: latency"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("(8 events, 4 sizes"), std::string::npos) << result.output;  // 2 steps x 4 sizes
   EXPECT_NE(result.output.find("not fitted: compute_time_scale"), std::string::npos) << result.output;
+}
+
+// Traces of another GPU than the base profile's (issue 45: a V100 trace went into an H100-named
+// profile without a word): calibrated all the same, with a warning on stderr and in the profile.
+TEST(CalibrateFromTrace, TracesOfAnotherGpuThanTheBaseAreWarnedAbout) {
+  for (const auto& [gpu, warned] : {std::pair<std::string, bool>{"Tesla V100-SXM2-32GB", true},
+                                    std::pair<std::string, bool>{"NVIDIA H100 80GB HBM3", false}}) {
+    TempDir dir("calibrate-trace-gpu");
+    std::string args = "calibrate --base h100-sxm-8x -o " + (dir.path() / "fitted.yaml").string() + " --from-trace";
+    for (const auto& path : write_ranks(dir)) {
+      nlohmann::json trace;
+      std::ifstream(path) >> trace;
+      trace["deviceProperties"] = nlohmann::json::array({{{"id", 0}, {"name", gpu}}});
+      std::ofstream(path) << trace.dump();
+      args += " " + path;
+    }
+    const auto result = prefetchlab::testing::run_cli(args);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    std::ifstream in(dir.path() / "fitted.yaml");
+    const std::string profile((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string warning = "the traces ran on " + gpu + " but the base profile is NVIDIA H100 SXM 80GB";
+    EXPECT_EQ(result.output.find("warning: " + warning) != std::string::npos, warned) << result.output;
+    EXPECT_EQ(profile.find("# warning: " + warning) != std::string::npos, warned) << profile;
+  }
 }
 
 TEST(CalibrateFromTrace, OneRankFitsNoCollectiveAndSaysWhy) {
