@@ -57,6 +57,10 @@ YamlSection load_json_section(const std::filesystem::path& file) {
     if (const auto at = why.find("syntax error"); at != std::string::npos) why = why.substr(at);
     throw InputError({source->file, static_cast<int>(line)}, "", "is not valid JSON (" + why + ")",
                      "a well-formed JSON object: no comments, tags or trailing commas");
+  } catch (const nlohmann::json::exception& e) {
+    // Well-formed but not representable: a number beyond double's range (1e999), for one.
+    throw InputError({source->file, 0}, "", std::string("is not JSON this reader can hold (") + e.what() + ")",
+                     "a JSON object whose numbers fit a double");
   }
   YAML::Node root;
   try {

@@ -370,6 +370,8 @@ TEST(DsConfigFile, OnlyStrictJsonIsRead) {
       {"{\"zero_optimization\": {\"stage\": 3,}}", "is not valid JSON"},
       {"\xEF\xBB\xBF{\"zero_optimization\": {\"stage\": 3}}", "byte-order mark"},
       {"{\"zero_optimization\": {\"stage\": 3,\n\"stage\": 3}}", "appears twice"},
+      // Well-formed, but no double holds it (a fuzzer's find: it escaped the syntax check).
+      {"{\"zero_optimization\": {\"stage\": 3, \"reduce_bucket_size\": 1e999}}", "this reader can hold"},
   };
   for (const auto& [text, problem] : bad) {
     TempDir dir;
