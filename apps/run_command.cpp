@@ -202,6 +202,12 @@ int run(const RunOptions& options) {
       options.output_dir.empty() ? scenario.output.dir : std::filesystem::path(options.output_dir);
   std::filesystem::create_directories(dir);
   const FolderLock lock(dir);  // two runs into one folder would interleave its rows
+  // --kineto-trace writes a folder of its own: held as well, unless it is the output folder.
+  std::optional<FolderLock> kineto_lock;
+  if (!options.kineto_dir.empty()) {
+    std::filesystem::create_directories(options.kineto_dir);
+    if (!std::filesystem::equivalent(options.kineto_dir, dir)) kineto_lock.emplace(options.kineto_dir);
+  }
   // Until this run's own summary replaces it, the folder says a run is under way: an old "ok"
   // summary never sits beside a run's partial rows (a kill -9, a full disk).
   core::write_json_atomically(dir / "summary.json", core::running_summary_json(core::scenario_to_json(scenario)));

@@ -200,6 +200,11 @@ TEST(IoFailure, ACommandWhoseFolderIsInUseIsRefused) {
     EXPECT_NE(result.output.find("is in use by another running prefetchlab command"), std::string::npos) << result.output;
   }
   EXPECT_TRUE(fs::is_empty(out));
+  // run's --kineto-trace folder is held the same way.
+  const fs::path fresh = dir.path() / "fresh";
+  const auto kineto = run_cli("run " + kScenario.string() + " -o " + fresh.string() + " --kineto-trace " + out.string());
+  EXPECT_EQ(kineto.exit_code, 2) << kineto.output;
+  EXPECT_NE(kineto.output.find("is in use by another running prefetchlab command"), std::string::npos) << kineto.output;
   ::close(fd);
   EXPECT_EQ(run_cli("run " + kScenario.string() + " -o " + out.string() + " --set output.trace=false").exit_code, 0);
 }

@@ -496,6 +496,23 @@ TEST(ProcessStoreSecurity, SharedMemoryIsCreatedExclusivelyAndPrivate) {
       EXPECT_NE(std::string(e.what()).find("is open to other users"), std::string::npos) << e.what();
     }
   }
+  // A peer's file owned by another user (here: nobody, where this test may give a file away) is
+  // refused however private its mode.
+  if (::geteuid() == 0) {
+    pg::host::SharedMemorySlots reader(prefix + "-c", 0, 2);
+    const std::string foreign = pg::host::SharedMemorySlots::name(prefix + "-c", 1);
+    const int fd2 = ::shm_open(foreign.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    ASSERT_GE(fd2, 0);
+    ASSERT_EQ(::fchown(fd2, 65534, 65534), 0);
+    ::close(fd2);
+    try {
+      reader.open_peers();
+      ADD_FAILURE() << "a peer file owned by another user was read";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("is owned by another user"), std::string::npos) << e.what();
+    }
+    ::shm_unlink(foreign.c_str());
+  }
   // The job's own files (0600) are read.
   pg::host::SharedMemorySlots peer(prefix + "-b", 1, 2);
   pg::host::SharedMemorySlots own(prefix + "-b", 0, 2);
