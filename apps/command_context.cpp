@@ -47,4 +47,10 @@ std::string uncalibrated_note(const core::Scenario& scenario) {
   return line + " (measure them: prefetchlab calibrate, or set them under cluster.calibration)";
 }
 
+void drop_torn_tail(const std::filesystem::path& path, std::size_t complete_bytes, bool torn, const char* command) {
+  if (!torn) return;
+  std::filesystem::resize_file(path, complete_bytes);
+  std::cerr << "note: " << path.string() << ": dropped a partial last row (the " << command << " was stopped mid-write)\n";
+}
+
 }  // namespace prefetchlab::apps

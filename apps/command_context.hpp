@@ -33,4 +33,8 @@ int run_guarded(const std::function<int()>& body);
 // (CalibrationConstants::uncalibrated); empty when there are none.
 std::string uncalibrated_note(const core::Scenario& scenario);
 
+// Cuts a torn last record (a kill mid-append) off a row file that `command` (sweep, tune) is
+// about to append to again, so appends start on a clean line, and says so on stderr.
+void drop_torn_tail(const std::filesystem::path& path, std::size_t complete_bytes, bool torn, const char* command);
+
 }  // namespace prefetchlab::apps

@@ -134,13 +134,6 @@ std::vector<core::CsvField> simulate_point(const core::Scenario& scenario, const
   return core::sweep_result_row(point, grid.values_at(point), result.status, result.stats);
 }
 
-// Cuts a torn last record (a kill mid-append) off a row file so appends start on a clean line.
-void drop_torn_tail(const fs::path& path, std::size_t complete_bytes, bool torn) {
-  if (!torn) return;
-  fs::resize_file(path, complete_bytes);
-  std::cerr << "note: " << path.string() << ": dropped a partial last row (the sweep was killed mid-write)\n";
-}
-
 struct FolderState {
   std::unique_ptr<FolderLock> lock;  // held for the whole session
   core::SweepManifest manifest;  // with this session counted
@@ -203,7 +196,7 @@ FolderState prepare_folder(const SweepOptions& options, const core::SweepGrid& g
                                    "rows of this shard only");
           }
         }
-        drop_torn_tail(results_path, rows.complete_bytes, rows.torn_tail);
+        drop_torn_tail(results_path, rows.complete_bytes, rows.torn_tail, "sweep");
         state.done = std::move(rows.rows);
       }
     }
@@ -212,7 +205,7 @@ FolderState prepare_folder(const SweepOptions& options, const core::SweepGrid& g
       const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       in.close();
       const core::CsvText csv = core::parse_csv(text);
-      drop_torn_tail(timings_path, csv.complete_bytes, csv.torn_tail);
+      drop_torn_tail(timings_path, csv.complete_bytes, csv.torn_tail, "sweep");
       // A point's timing row is written just before its result row (the commit): a sweep killed
       // between the two leaves a timing for a point without a result, which runs again now.
       std::string kept;

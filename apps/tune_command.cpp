@@ -154,10 +154,7 @@ std::map<std::size_t, DoneRow> read_done_rows(const fs::path& csv) {
   std::ifstream in(csv, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const core::CsvText parsed = core::parse_csv(text);
-  if (parsed.torn_tail) {
-    fs::resize_file(csv, parsed.complete_bytes);
-    std::cerr << "note: " << csv.string() << ": dropped a partial last row (the tune was stopped mid-write)\n";
-  }
+  drop_torn_tail(csv, parsed.complete_bytes, parsed.torn_tail, "tune");
   const std::string expected = "the evaluations.csv an earlier `prefetchlab tune` wrote";
   if (parsed.records.empty()) return done;
   if (parsed.records.front().fields != kEvaluationColumns) {
